@@ -1,0 +1,19 @@
+"""Sandboxes for untrusted code, behind one interface (`Sandbox.run`); pick one with `make_sandbox`."""
+
+from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxResult
+
+BACKENDS = ("bwrap", "process")
+
+
+def make_sandbox(name: str, limits: SandboxLimits | None = None) -> Sandbox:
+    """The sandbox backend called `name`; unknown names are a ValueError listing the choices."""
+    if name == "bwrap":
+        from pipeline.sandbox.bwrap import BwrapSandbox
+        return BwrapSandbox(limits or SandboxLimits())
+    if name == "process":
+        from pipeline.sandbox.process import ProcessSandbox
+        return ProcessSandbox(limits or SandboxLimits())
+    raise ValueError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "Bind", "Sandbox", "SandboxLimits", "SandboxResult", "make_sandbox"]

@@ -1,0 +1,19 @@
+"""The `process` backend: resource limits only, no isolation. For trusted code, opt-in by name."""
+
+import warnings
+from dataclasses import dataclass
+
+from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits
+
+
+@dataclass
+class ProcessSandbox(Sandbox):
+    name = "process"
+
+    def __post_init__(self):
+        warnings.warn("sandbox 'process' runs code without isolation (rlimits only): use it for trusted "
+                      "code only", stacklevel=3)
+
+    def command(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
+                network: bool, limits: SandboxLimits) -> list[str]:
+        return ["env", "-i", "-C", cwd, *(f"{key}={value}" for key, value in env.items()), *argv]

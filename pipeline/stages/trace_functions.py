@@ -1,0 +1,160 @@
+"""Stage: trace function records in the sandbox and turn the tracer's output into `traces` rows.
+
+All records of a chunk go to one sandboxed runner, which forks a child per record. If the sandbox
+itself dies (wall clock, a crash), the first record without a complete trace is blamed with a failure
+row and the rest are run again in a fresh sandbox: one bad record never costs another.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+import tracers
+from pipeline.failures import failure_row
+from pipeline.sandbox import Bind, Sandbox, SandboxLimits
+from pipeline.sources.functions import FunctionRecord
+from pipeline.stats import StageCounters
+from pipeline.tracefile import TraceFormatError, parse_trace_file
+
+TRACERS_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tracers.__file__)))
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """Budgets and repr caps handed to the tracer, plus the per-record wall-clock kill."""
+
+    max_events: int = 10_000
+    max_bytes: int = 8 << 20
+    max_seconds: float = 5.0
+    max_chars: int = 200
+    max_items: int = 20
+    max_depth: int = 4
+    record_timeout_s: float = 10.0
+    python: str = field(default_factory=lambda: os.path.realpath(sys.executable))
+
+    def __post_init__(self):
+        if self.record_timeout_s <= self.max_seconds:
+            raise ValueError("record_timeout_s must exceed max_seconds, so the tracer's own budget ends "
+                             "a slow trace before the wall-clock kill does")
+
+    def request(self, records: list[FunctionRecord]) -> dict:
+        return {"records": [record.request() for record in records],
+                "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes,
+                            "max_seconds": self.max_seconds},
+                "limits": {"max_chars": self.max_chars, "max_items": self.max_items,
+                           "max_depth": self.max_depth},
+                "record_timeout_s": self.record_timeout_s}
+
+    def as_dict(self) -> dict:
+        values = asdict(self)
+        values.pop("python")  # where the interpreter lives is not part of what is computed
+        return values
+
+
+def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:
+    """Content hash of what was traced and what happened."""
+    payload = json.dumps([record.code, record.entry, record.input, exit_, events], sort_keys=True,
+                         separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def trace_row(record: FunctionRecord, parsed) -> dict:
+    end = parsed.end
+    events = parsed.events
+    exit_ = end["exit"]
+    return {
+        "trace_id": trace_id(record, events, exit_),
+        "source_id": record.id, "source_kind": "function",
+        "repo_url": None, "commit": None, "path": None,
+        "qualname": record.entry, "code": record.code, "input": record.input,
+        "python_version": str(parsed.header.get("python")),
+        "tracer_version": str(parsed.header.get("tracer_version")),
+        "exit": exit_, "truncated": bool(end["truncated"]),
+        "truncation_reason": end.get("reason") if end["truncated"] else None,
+        "n_events": len(events), "events": events,
+    }
+
+
+def trace_functions(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings,
+                    unit_id: str) -> tuple[list[dict], list[dict], StageCounters]:
+    """Trace every record; returns (traces rows, failures rows, counters) in record order."""
+    counters = StageCounters("trace")
+    counters.n_in = len(records)
+    rows: dict[int, dict] = {}
+    failures: dict[int, dict] = {}
+    with counters.timed():
+        pending = list(range(len(records)))
+        while pending:
+            result, outputs = _run_sandbox([records[i] for i in pending], sandbox, settings)
+            # When the sandbox died, the last trace file it left may be incomplete: that record is blamed.
+            complete = len(outputs) if result.ok else max(0, len(outputs) - 1)
+            for position in range(complete):
+                _collect(records[pending[position]], outputs[position], settings, unit_id, rows, failures,
+                         pending[position])
+            if complete == len(pending):
+                break
+            blamed = pending[complete]
+            record = records[blamed]
+            failures[blamed] = failure_row(
+                unit_id, record.id, "sandbox", "SandboxFailed",
+                f"record {record.id!r}: the sandbox ended before this record finished ({result.describe()})",
+                record.input_ref, result.stderr_tail.decode("utf-8", "replace") or None)
+            pending = pending[complete + 1:]
+    counters.n_out = len(rows)
+    for failure in failures.values():
+        counters.drop(failure["error_type"])
+    ordered_failures = [failures[i] for i in sorted(failures)]
+    return [rows[i] for i in sorted(rows)], ordered_failures, counters
+
+
+def _collect(record, data, settings, unit_id, rows, failures, index) -> None:
+    try:
+        parsed = parse_trace_file(data, settings.max_events)
+    except TraceFormatError as error:
+        failures[index] = failure_row(unit_id, record.id, "parse", "BadTraceOutput",
+                                      f"record {record.id!r}: the tracer's output is malformed ({error}); "
+                                      f"the traced code may have written to the trace file", record.input_ref)
+        return
+    if parsed.failure is not None:
+        failure = parsed.failure
+        error_type = str(failure.get("error_type"))[:100]
+        stage = failure.get("stage") if failure.get("stage") in ("setup", "input") else "setup"
+        hint = {"input": "fix the record's input (the argument text of entry(<input>))",
+                "setup": "fix the record's code or entry"}[stage]
+        failures[index] = failure_row(unit_id, record.id, stage, error_type,
+                                      f"record {record.id!r}: {error_type} while "
+                                      f"{'evaluating the input' if stage == 'input' else 'loading the code'}: "
+                                      f"{failure['message']}; {hint}", record.input_ref)
+        return
+    rows[index] = trace_row(record, parsed)
+
+
+def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings):
+    """Run the runner over `records`; returns (SandboxResult, {position: trace file bytes})."""
+    scratch = tempfile.mkdtemp(prefix="tracegen-")
+    try:
+        out_dir = os.path.join(scratch, "out")  # made by the runner, as the sandbox user
+        request = os.path.join(scratch, "request.json")
+        with open(request, "w", encoding="utf-8") as handle:
+            json.dump(settings.request(records), handle)
+        limits = SandboxLimits(**{**asdict(sandbox.limits),
+                                  "wall_s": settings.record_timeout_s * len(records) + 10.0})
+        result = sandbox.run(
+            [settings.python, "-s", "-B", "-m", "tracers.function_runner", request, out_dir],
+            binds=[Bind(TRACERS_PARENT + "/tracers"), Bind(scratch, writable=True)],
+            env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
+            cwd=scratch, limits=limits)
+        outputs = {}
+        for position in range(len(records)):
+            path = os.path.join(out_dir, "%06d.trace" % position)
+            if not os.path.isfile(path):
+                break
+            with open(path, "rb") as handle:
+                outputs[position] = handle.read(settings.max_bytes + (1 << 20))
+        return result, outputs
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

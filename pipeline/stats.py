@@ -1,0 +1,45 @@
+"""Stage counters (DESIGN.md §3): in, out, dropped by reason, seconds — per stage, mergeable."""
+
+import time
+from collections import Counter
+from contextlib import contextmanager
+
+
+class StageCounters:
+    """Counters of one stage in one unit; `as_dict()` is what completion records and stats hold."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.n_in = 0
+        self.n_out = 0
+        self.dropped = Counter()
+        self.seconds = 0.0
+
+    @contextmanager
+    def timed(self):
+        start = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        self.dropped[reason] += n
+
+    def as_dict(self) -> dict:
+        return {"in": self.n_in, "out": self.n_out, "dropped": dict(sorted(self.dropped.items())),
+                "seconds": round(self.seconds, 6)}
+
+
+def merge_counters(per_unit: list[dict]) -> dict:
+    """Sum {stage: counters} dicts across units."""
+    merged: dict = {}
+    for counters in per_unit:
+        for stage, values in counters.items():
+            into = merged.setdefault(stage, {"in": 0, "out": 0, "dropped": {}, "seconds": 0.0})
+            into["in"] += values["in"]
+            into["out"] += values["out"]
+            into["seconds"] = round(into["seconds"] + values["seconds"], 6)
+            for reason, n in values["dropped"].items():
+                into["dropped"][reason] = into["dropped"].get(reason, 0) + n
+    return {stage: merged[stage] for stage in sorted(merged)}

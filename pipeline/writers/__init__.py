@@ -1,0 +1,1 @@
+"""Writers: the one path by which rows become files of a dataset."""

@@ -1,0 +1,74 @@
+"""Shard writer: one unit's rows of one table as zstd Parquet with deterministic names.
+
+Names are `part-{unit:05d}-{seq:04d}.parquet`, so a retried unit overwrites its own shards and never
+adds new ones. Each shard is written under a temporary name and renamed into place, so a reader never
+sees a partial file. Row groups are sized for streaming by estimated uncompressed bytes.
+"""
+
+import hashlib
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+ROW_GROUP_BYTES = 96 << 20
+SHARD_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """What the manifest records of one shard; `path` is relative to the dataset root."""
+
+    path: str
+    rows: int
+    bytes: int
+    sha256: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def shard_name(unit: int, seq: int) -> str:
+    return f"part-{unit:05d}-{seq:04d}.parquet"
+
+
+def rows_per_group(table: pa.Table, target_bytes: int) -> int:
+    """Rows per row group so that a group holds about `target_bytes` uncompressed."""
+    if table.num_rows == 0:
+        return 1
+    return max(1, int(target_bytes * table.num_rows / max(1, table.nbytes)))
+
+
+def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: pa.Table, unit: int,
+                       zstd_level: int = 3, shard_bytes: int = SHARD_BYTES,
+                       row_group_bytes: int = ROW_GROUP_BYTES) -> list[ShardInfo]:
+    """Write `table` (already in its explicit schema) as the shards of `unit`; returns their infos."""
+    if table.num_rows == 0:
+        return []
+    fs.create_dir(f"{root}/{table_name}", recursive=True)
+    step = rows_per_group(table, shard_bytes)
+    group_rows = rows_per_group(table, row_group_bytes)
+    shards = []
+    for seq, offset in enumerate(range(0, table.num_rows, step)):
+        part = table.slice(offset, step)
+        relative = f"{table_name}/{shard_name(unit, seq)}"
+        final = f"{root}/{relative}"
+        temporary = f"{root}/{table_name}/.tmp-{shard_name(unit, seq)}"
+        with fs.open_output_stream(temporary) as sink:
+            pq.write_table(part, sink, compression="zstd", compression_level=zstd_level,
+                           row_group_size=group_rows, write_statistics=True)
+        fs.move(temporary, final)
+        size, digest = _size_and_digest(fs, final)
+        shards.append(ShardInfo(relative, part.num_rows, size, digest))
+    return shards
+
+
+def _size_and_digest(fs: pafs.FileSystem, path: str) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    with fs.open_input_stream(path) as source:
+        while chunk := source.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()

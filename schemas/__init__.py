@@ -1,0 +1,23 @@
+"""Arrow schemas of every tracegen table, explicit and versioned (documented in schemas/README.md).
+
+Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc` metadata entry) and
+`VERSION` (bumped on any change). Writers always use these schemas; nothing is inferred from rows.
+"""
+
+from schemas import failures, traces
+from schemas.fields import doc_of
+
+TABLES = {
+    "traces": traces,
+    "failures": failures,
+}
+
+
+def schema_of(table: str):
+    """The Arrow schema of `table`; a ValueError names the known tables."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}: known tables are {', '.join(TABLES)}")
+    return TABLES[table].SCHEMA
+
+
+__all__ = ["TABLES", "doc_of", "schema_of"]

@@ -1,0 +1,181 @@
+"""Sandbox entry point for function records: `python -m tracers.function_runner REQUEST OUTDIR`.
+
+REQUEST is a JSON file `{"records": [{"id", "code", "input", "entry"}], "budgets": {...}, "limits": {...},
+"record_timeout_s": float}`. Each record runs in its own forked child (so one record cannot corrupt
+another, and a C-level hang is killed from outside) and writes `OUTDIR/NNNNNN.trace` as JSON lines:
+a header object, event arrays, and an end object. When a child dies or is killed, the runner writes
+the end object for it. Standard library only.
+"""
+
+import json
+import os
+import select
+import signal
+import sys
+import threading
+
+from tracers.pytrace import TRACER_VERSION, Budgets, Tracer
+from tracers.saferepr import Limits
+
+RECORD_FILENAME = "<tracegen>"
+TERM_GRACE_S = 0.2
+
+
+def _line_writer(handle):
+    def write(line):
+        handle.write(line)
+        handle.write("\n")
+    return write
+
+
+def _trace_record(record, budgets, limits, out):
+    """Child side: compile, evaluate the input, trace the entry call. Writes the end object."""
+    write = _line_writer(out)
+    try:
+        code = record["code"]
+        namespace = {"__name__": "__tracegen__"}
+        exec(compile(code, RECORD_FILENAME, "exec"), namespace)
+        entry_name = record.get("entry") or "f"
+        if entry_name not in namespace:
+            raise NameError("entry %r is not defined by the code" % entry_name)
+        entry = namespace[entry_name]
+        capture = "(lambda *a, **k: (a, k))(%s)" % record["input"]
+        args, kwargs = eval(compile(capture, "<input>", "eval"), namespace)
+    except BaseException as error:
+        stage = "input" if "entry" in locals() else "setup"
+        write(json.dumps({"type": "failure", "stage": stage, "error_type": type(error).__name__,
+                          "message": _message(error)}))
+        return
+    lines = code.splitlines()
+    tracer = Tracer(
+        is_traced=lambda c: c.co_filename == RECORD_FILENAME,
+        source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
+        write=write, flush=out.flush, budgets=budgets, limits=limits,
+    )
+    write(json.dumps({"type": "start"}))
+    out.flush()
+    outcome = tracer.run(entry, args, kwargs)
+    write(json.dumps(dict(outcome.as_dict(), type="end")))
+
+
+def _message(error):
+    try:
+        return ("%s" % (error,))[:2000]
+    except BaseException:
+        return "<unprintable %s>" % type(error).__name__
+
+
+def _run_child(record, budgets, limits, trace_path, output_path):
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    sink = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(null, 0)
+    os.dup2(sink, 1)
+    os.dup2(sink, 2)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a full disk quota is an OSError, not a kill
+    with open(trace_path, "w", encoding="ascii", buffering=1 << 16) as out:
+        _guard_trace_file(out, null)
+        out.write(json.dumps({"type": "header", "id": record.get("id"), "tracer_version": TRACER_VERSION,
+                              "python": "%d.%d.%d" % sys.version_info[:3]}) + "\n")
+        _trace_record(record, budgets, limits, out)
+        out.flush()
+
+
+def _guard_trace_file(out, null):
+    """Keep the trace file whole when the traced code forks or is asked to stop.
+
+    A process forked by the traced code stops tracing and writes its copy of the buffer to /dev/null;
+    SIGTERM (sent by the runner before SIGKILL) flushes what was recorded before a C-level hang.
+    """
+    def after_fork():
+        sys.settrace(None)
+        threading.settrace(None)
+        os.dup2(null, out.fileno())
+
+    def on_term(signum, frame):
+        try:
+            out.flush()
+        finally:
+            os._exit(0)
+
+    os.register_at_fork(after_in_child=after_fork)
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _wait(pid, timeout_s):
+    """Wait for a child up to timeout_s; returns its wait status, or None if it had to be killed."""
+    fd = os.pidfd_open(pid)
+    try:
+        return _wait_pidfd(pid, fd, timeout_s)
+    finally:
+        os.close(fd)
+
+
+def _wait_pidfd(pid, fd, timeout_s):
+    ready, _, _ = select.select([fd], [], [], timeout_s)
+    if not ready:
+        os.kill(pid, signal.SIGTERM)
+        if not select.select([fd], [], [], TERM_GRACE_S)[0]:
+            _kill_group(pid)
+        os.waitpid(pid, 0)
+        _kill_group(pid)
+        return None
+    _, status = os.waitpid(pid, 0)
+    _kill_group(pid)  # anything the record left running in the background
+    return status
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _append_end(trace_path, reason):
+    """Close a trace whose child did not write its end object (killed, crashed, or out of memory)."""
+    with open(trace_path, "a+b") as out:
+        size = out.tell()
+        out.seek(max(0, size - 4096))
+        tail = out.read()
+        last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        if last.startswith(b"{") and (b'"type": "end"' in last or b'"type": "failure"' in last):
+            return
+        out.seek(0)
+        started = b'"type": "start"' in out.read(4096)
+        if tail and not tail.endswith(b"\n"):
+            out.write(b"\n")  # a torn last line is dropped by the host's strict parser
+        end = {"type": "end", "exit": "never", "truncated": True, "reason": reason} if started else \
+            {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
+        out.write(json.dumps(end).encode() + b"\n")
+
+
+def main(argv):
+    request_path, out_dir = argv
+    with open(request_path, encoding="utf-8") as handle:
+        request = json.load(handle)
+    budgets = Budgets(**request.get("budgets", {}))
+    limits = Limits(**request.get("limits", {}))
+    timeout_s = float(request.get("record_timeout_s", budgets.max_seconds + 2.0))
+    os.makedirs(out_dir, exist_ok=True)
+    for number, record in enumerate(request["records"]):
+        trace_path = os.path.join(out_dir, "%06d.trace" % number)
+        output_path = os.path.join(out_dir, "%06d.out" % number)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _run_child(record, budgets, limits, trace_path, output_path)
+            finally:
+                os._exit(0)
+        status = _wait(pid, timeout_s)
+        if status is None:
+            _append_end(trace_path, "wall_time_kill")
+        elif os.WIFSIGNALED(status):
+            _append_end(trace_path, "killed_by_signal_%d" % os.WTERMSIG(status))
+        else:
+            _append_end(trace_path, "child_exit_%d" % os.WEXITSTATUS(status))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
