@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Program is a program directory prepared and built in a scratch dir.
+type Program struct {
+	Mode       Mode     // ModeMain or ModeTest
+	SrcDir     string   // the scratch copy; runs use it as working directory
+	Binary     string   // the built executable
+	ModulePath string   // from go.mod ("prog" when the harness wrote it)
+	Tests      []string // test functions found by scanning (test mode)
+}
+
+// BuildError is a failure to prepare or compile the program; it is data
+// (status build_error), not a harness failure.
+type BuildError struct {
+	ExitCode int
+	Output   string
+}
+
+func (e *BuildError) Error() string { return e.Output }
+
+var (
+	testFuncRe   = regexp.MustCompile(`(?m)^func\s+(Test[A-Za-z0-9_]*)\s*\(\s*\w+\s+\*testing\.T\s*\)`)
+	modulePathRe = regexp.MustCompile(`(?m)^module\s+"?([^\s"]+)"?`)
+)
+
+// findTests scans the _test.go files of dir for func TestX(t *testing.T).
+func findTests(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	var tests []string
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range testFuncRe.FindAllSubmatch(src, -1) {
+			tests = append(tests, string(m[1]))
+		}
+	}
+	return tests, nil
+}
+
+// copyTree copies the regular files and directories of src into dst
+// (symlinks and other special files are skipped).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, 0o644)
+		}
+		return nil
+	})
+}
+
+// goEnv is the environment of every go command: offline, local toolchain,
+// caches (GOCACHE, GOMODCACHE) inherited from the caller.
+func goEnv() []string {
+	return append(os.Environ(),
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOWORK=off", "GOSUMDB=off")
+}
+
+// Prepare copies dir into work/src, decides the mode, writes go.mod when
+// missing, injects the watchdog into a main package and builds once.
+func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Program, error) {
+	p := &Program{SrcDir: filepath.Join(work, "src")}
+	if err := os.RemoveAll(p.SrcDir); err != nil {
+		return nil, err
+	}
+	if err := copyTree(dir, p.SrcDir); err != nil {
+		return nil, err
+	}
+	tests, err := findTests(p.SrcDir)
+	if err != nil {
+		return nil, err
+	}
+	p.Tests, p.Mode = tests, mode
+	if p.Mode == ModeAuto {
+		p.Mode = ModeMain
+		if len(tests) > 0 {
+			p.Mode = ModeTest
+		}
+	}
+	p.ModulePath, err = ensureGoMod(p.SrcDir)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"build"}
+	p.Binary = filepath.Join(work, "prog.bin")
+	if p.Mode == ModeTest {
+		args, p.Binary = []string{"test", "-c"}, filepath.Join(work, "prog.test")
+	} else if err := injectWatchdog(p.SrcDir); err != nil {
+		return nil, &BuildError{ExitCode: 1, Output: err.Error()}
+	}
+	args = append(args, "-trimpath", "-o", p.Binary)
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, ".")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Env = p.SrcDir, goEnv()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return nil, buildTimeoutError(buildTimeout)
+	}
+	if err != nil {
+		code := 1
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+			code = ee.ExitCode()
+		}
+		return nil, &BuildError{ExitCode: code, Output: tailString(string(out), 4000)}
+	}
+	return p, nil
+}
+
+// ensureGoMod returns the module path of dir's go.mod, writing
+// "module prog / go 1.26" when there is none.
+func ensureGoMod(dir string) (string, error) {
+	path := filepath.Join(dir, "go.mod")
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return "prog", os.WriteFile(path, []byte("module prog\n\ngo 1.26\n"), 0o644)
+	}
+	if err != nil {
+		return "", err
+	}
+	m := modulePathRe.FindSubmatch(data)
+	if m == nil {
+		return "", &BuildError{ExitCode: 1, Output: "go.mod has no module line"}
+	}
+	return string(m[1]), nil
+}
+
+// tailString returns at most the last n bytes of s.
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// buildTimeout bounds one build (compiling a test binary with -race from a
+// cold cache takes a while on small machines).
+const buildTimeout = 5 * time.Minute
+
+// buildTimeoutError wraps a context expiry during the build.
+func buildTimeoutError(d time.Duration) error {
+	return &BuildError{ExitCode: -1, Output: fmt.Sprintf("build timed out after %v", d)}
+}
