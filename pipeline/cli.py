@@ -1,0 +1,63 @@
+"""The `tracegen` command line: one subcommand per job, plus `inspect`."""
+
+import argparse
+import sys
+
+from pipeline.config import JobConfig
+from pipeline.sandbox import BACKENDS
+from pipeline.stages.trace_functions import TraceSettings
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="dataset directory or URI (s3://..., gs://...)")
+    parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
+    parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a dataset made with another config at --out")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracegen", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    functions = commands.add_parser("trace-functions", help="trace JSONL function records")
+    functions.add_argument("--input", required=True, help="JSONL file of {id, code, input, entry?}")
+    functions.add_argument("--sandbox", choices=BACKENDS, default="bwrap")
+    functions.add_argument("--chunk-size", type=int, default=JobConfig.chunk_size)
+    functions.add_argument("--max-events", type=int, default=TraceSettings.max_events)
+    functions.add_argument("--max-seconds", type=float, default=TraceSettings.max_seconds)
+    functions.add_argument("--record-timeout", type=float, default=TraceSettings.record_timeout_s)
+    _add_run_options(functions)
+
+    inspect = commands.add_parser("inspect", help="summarise a dataset")
+    inspect.add_argument("out", help="dataset directory or URI")
+    inspect.add_argument("--examples", type=int, default=1, help="decoded examples to print")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "inspect":
+            from pipeline.inspect import summarize
+            print(summarize(args.out, examples=args.examples))
+            return 0
+        if args.command == "trace-functions":
+            from pipeline.functions_job import trace_functions_job
+            config = JobConfig(sandbox=args.sandbox, chunk_size=args.chunk_size, seed=args.seed,
+                               trace=TraceSettings(max_events=args.max_events, max_seconds=args.max_seconds,
+                                                   record_timeout_s=args.record_timeout))
+            trace_functions_job(args.input, args.out, config, workers=args.workers, address=args.ray_address,
+                                overwrite=args.overwrite)
+            from pipeline.inspect import summarize
+            print(summarize(args.out))
+            return 0
+    except ValueError as error:
+        print(f"tracegen: error: {error}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The unit executor: skip if done → run the stages → write shards → write the completion record.
+
+This is the only place where a unit's rows become files, whatever the source (DESIGN.md §10). It is
+plain Python; `pipeline.orchestrate` decides where it runs.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.dataset import UnitRecord, finished_unit, open_root, write_unit_record
+from pipeline.writers.parquet import write_table_shards
+from schemas import schema_of
+
+# produce(payload, unit_id) -> ({table: rows}, {stage: counters dict})
+Produce = Callable[[Any, str], tuple[dict[str, list[dict]], dict[str, dict]]]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: a chunk of function records, a repo@commit, a Go program."""
+
+    index: int
+    unit_id: str
+    payload: Any
+
+
+def execute_unit(unit: Unit, produce: Produce, out: str, config_hash: str, zstd_level: int) -> UnitRecord:
+    """Run one unit to completion, or return its completion record if it already finished."""
+    fs, root = open_root(out)
+    done = finished_unit(fs, root, unit.index, config_hash)
+    if done is not None:
+        return done
+    tables, counters = produce(unit.payload, unit.unit_id)
+    shards = {}
+    for name, rows in tables.items():
+        table = pa.Table.from_pylist(rows, schema=schema_of(name))
+        shards[name] = write_table_shards(fs, root, name, table, unit.index, zstd_level)
+    record = UnitRecord(unit.index, unit.unit_id, config_hash, shards, counters)
+    write_unit_record(fs, root, record)
+    return record

@@ -1,0 +1,89 @@
+"""`tracegen inspect OUT`: what a dataset holds, read with polars from the manifest's shard list."""
+
+import json
+
+import polars as pl
+
+from pipeline.dataset import open_root, read_manifest
+
+
+def load_table(out: str, table: str) -> pl.DataFrame | None:
+    """All shards of `table` listed in the manifest (never a directory listing), or None if empty."""
+    fs, root = open_root(out)
+    manifest = read_manifest(fs, root)
+    if manifest is None:
+        raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
+    shards = manifest["tables"].get(table, {}).get("shards", [])
+    if not shards:
+        return None
+    frames = []
+    for shard in shards:
+        with fs.open_input_file(f"{root}/{shard['path']}") as source:
+            frames.append(pl.read_parquet(source))
+    return pl.concat(frames)
+
+
+def counts(frame: pl.DataFrame, *columns: str) -> list[tuple]:
+    rows = frame.group_by(list(columns)).len().sort(["len", *columns], descending=[True] + [False] * len(columns))
+    return [tuple(row) for row in rows.iter_rows()]
+
+
+def summarize(out: str, *, examples: int = 1) -> str:
+    """A human-readable report: tables, exits, failures by reason, events, one decoded trace."""
+    fs, root = open_root(out)
+    manifest = read_manifest(fs, root)
+    if manifest is None:
+        raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
+    lines = [f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
+             f"created {manifest['created']})", "", "tables:"]
+    for name, table in manifest["tables"].items():
+        where = f"{root}/{name}/*.parquet" if table["shards"] else "-"
+        lines.append(f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
+                     f"{table['bytes'] / 1e6:>8.2f} MB  {where}")
+    traces = load_table(out, "traces")
+    if traces is not None:
+        lines += ["", "traces by exit:"]
+        lines += [f"  {exit_:<8} truncated={truncated!s:<5} {n:>6}" for exit_, truncated, n in
+                  counts(traces, "exit", "truncated")]
+        lengths = traces["n_events"]
+        lines.append(f"events per trace: min {lengths.min()}  median {lengths.median():.0f}  "
+                     f"max {lengths.max()}  total {lengths.sum()}")
+        mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
+        lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
+    failures = load_table(out, "failures")
+    lines += ["", "failures by stage and reason:"]
+    if failures is None:
+        lines.append("  none")
+    else:
+        lines += [f"  {stage:<10} {error:<22} {n:>5}" for stage, error, n in counts(failures, "stage", "error_type")]
+    if traces is not None:
+        for row in _example_traces(traces, examples):
+            lines += ["", f"example trace {row['source_id']} (exit {row['exit']}, {row['n_events']} events):"]
+            lines += [decode_event(event) for event in row["events"]]
+    stats = manifest.get("stats") or {}
+    if stats:
+        lines += ["", "stages:"]
+        for stage, values in stats.items():
+            dropped = ", ".join(f"{k} {v}" for k, v in values["dropped"].items()) or "-"
+            lines.append(f"  {stage:<12} in {values['in']:>6}  out {values['out']:>6}  "
+                         f"{values['seconds']:>8.2f}s  dropped: {dropped}")
+    return "\n".join(lines)
+
+
+def _example_traces(traces: pl.DataFrame, n: int) -> list[dict]:
+    """Short normal traces with nested calls first: the most instructive to read."""
+    candidates = traces.filter((pl.col("exit") == "normal") & pl.col("n_events").is_between(8, 40))
+    if candidates.is_empty():
+        candidates = traces
+    return candidates.sort(["n_events", "source_id"]).head(n).to_dicts()
+
+
+def decode_event(event: dict) -> str:
+    """One event as a line: index, indentation by depth, event, line, source, locals, arg."""
+    local_pairs = event["locals"]
+    if isinstance(local_pairs, dict):
+        local_pairs = local_pairs.items()
+    local_text = json.dumps(dict(local_pairs), ensure_ascii=False)
+    arg = f"  -> {event['arg']}" if event["arg"] is not None else ""
+    return (f"  {event['index']:>4} {'  ' * event['depth']}{event['event']:<9} {event['function']}:"
+            f"{event['lineno']:<4} {event['source'].strip():<36} {local_text}{arg}")

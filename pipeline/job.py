@@ -1,0 +1,68 @@
+"""The job driver shared by every source: check the output, run the units, write the manifest last."""
+
+import functools
+import subprocess
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from pipeline.config import JobConfig
+from pipeline.dataset import open_root, read_manifest, write_text
+from pipeline.executor import Produce, Unit, execute_unit
+from pipeline.orchestrate import TerminalProgress, run_units
+from pipeline.dataset import write_manifest
+
+
+def code_version() -> str:
+    """The package version, plus the git commit when running from a checkout."""
+    try:
+        text = version("tracegen")
+    except PackageNotFoundError:
+        text = "unknown"
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{text}+{commit}" if commit else text
+
+
+def prepare_output(out: str, config_hash: str, overwrite: bool) -> None:
+    """Refuse an unwritable output or one holding another config's dataset (unless overwrite)."""
+    try:
+        fs, root = open_root(out)
+        fs.create_dir(root, recursive=True)
+        write_text(fs, f"{root}/.write-probe", "ok")
+        fs.delete_file(f"{root}/.write-probe")
+    except OSError as error:
+        raise ValueError(f"output {out!r} is not writable ({error}); choose another --out") from error
+    existing = read_manifest(fs, root)
+    if existing is None or existing.get("config_hash") == config_hash:
+        return
+    if not overwrite:
+        raise ValueError(f"output {out!r} already holds a dataset made with another config (hash "
+                         f"{existing.get('config_hash')}, this job: {config_hash}); choose another --out "
+                         f"or pass --overwrite to replace it")
+    for info in fs.get_file_info(_selector(root)):
+        if info.type.name == "Directory":
+            fs.delete_dir(info.path)
+        else:
+            fs.delete_file(info.path)
+
+
+def _selector(root: str):
+    import pyarrow.fs as pafs
+    return pafs.FileSelector(root, recursive=False)
+
+
+def run_job(units: Sequence[Unit], produce: Produce, out: str, config: JobConfig, *,
+            workers: int | None = None, address: str | None = None, overwrite: bool = False) -> dict:
+    """Run every unit (finished ones are skipped) and commit the dataset by writing its manifest."""
+    config_hash = config.hash()
+    prepare_output(out, config_hash, overwrite)
+    work = functools.partial(execute_unit, produce=produce, out=out, config_hash=config_hash,
+                             zstd_level=config.zstd_level)
+    records = run_units(units, work, address=address, workers=workers, progress=TerminalProgress())
+    fs, root = open_root(out)
+    return write_manifest(fs, root, records, config=config.as_dict(), config_hash=config_hash,
+                          code_version=code_version())
