@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"time"
 )
 
@@ -79,6 +80,25 @@ func copyTree(src, dst string) error {
 	})
 }
 
+// goTool is the go command: "go" from PATH, else $GOROOT/bin/go, else the
+// GOROOT this harness was built with.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	for _, root := range []string{os.Getenv("GOROOT"), runtime.GOROOT()} {
+		if p := filepath.Join(root, "bin", "go"); root != "" && fileExists(p) {
+			return p
+		}
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // goEnv is the environment of every go command: offline, local toolchain,
 // caches (GOCACHE, GOMODCACHE) inherited from the caller.
 func goEnv() []string {
@@ -123,7 +143,7 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 		args = append(args, "-race")
 	}
 	args = append(args, ".")
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, goTool(), args...)
 	cmd.Dir, cmd.Env = p.SrcDir, goEnv()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

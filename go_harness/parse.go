@@ -258,6 +258,8 @@ func (p *traceParser) step(rt *rawTransition) {
 		pos = p.userFrame(rt.stack)
 		if pos.Func != "" {
 			g.resume = pos
+		} else if name == "GoSyscall" {
+			pos = g.resume // a syscall exit carries no stack: it returns where it entered
 		}
 	}
 	g.state = rt.to

@@ -68,6 +68,10 @@ func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 	cmd.Dir = p.SrcDir
 	cmd.Env = append(os.Environ(), "TRACEGEN_TRACE_FILE="+traceFile,
 		"TRACEGEN_TIMEOUT="+cfg.Timeout.String(), "TRACEGEN_STACKS_FILE="+stacksFile)
+	if _, ok := os.LookupEnv("GORACE"); !ok {
+		// The race runtime otherwise sleeps 1s at exit after a report.
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
+	}
 	if len(cfg.GOMAXPROCS) > 0 {
 		n := cfg.GOMAXPROCS[index%len(cfg.GOMAXPROCS)]
 		res.GOMAXPROCS = &n

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const examples = "../examples/go"
+
+// prepare builds one bundled example into a fresh scratch dir.
+func prepare(t *testing.T, name string, race bool) (*Program, string) {
+	t.Helper()
+	work := t.TempDir()
+	p, err := Prepare(context.Background(), filepath.Join(examples, name), work, ModeAuto, race)
+	if err != nil {
+		t.Fatalf("prepare %s: %v", name, err)
+	}
+	return p, work
+}
+
+// runExample runs an example n times with the given per-run timeout.
+func runExample(t *testing.T, name string, n int, timeout time.Duration) []RunResult {
+	t.Helper()
+	p, work := prepare(t, name, false)
+	cfg := RunConfig{Runs: n, Timeout: timeout, TestRegex: "^Test", MaxEvents: 20000}
+	var out []RunResult
+	for i := range n {
+		out = append(out, RunOnce(p, cfg, i, work))
+	}
+	return out
+}
+
+type step struct {
+	G            int
+	GPath, Event string
+	Reason, Func string
+	Line, Peer   int
+}
+
+func steps(r RunResult) []step {
+	var s []step
+	for _, e := range r.Events {
+		s = append(s, step{e.Goroutine, e.GPath, e.Event, e.Reason, e.Function, e.Line, e.Peer})
+	}
+	return s
+}
+
+func wantStatus(t *testing.T, rs []RunResult, status string) {
+	t.Helper()
+	for _, r := range rs {
+		if r.Status != status {
+			t.Fatalf("run %d: status %q, want %q (exit %d, stderr %q)", r.RunIndex, r.Status, status, r.ExitCode, r.StderrTail)
+		}
+		if len(r.Events) == 0 && status != "exit_error" {
+			t.Fatalf("run %d: no events", r.RunIndex)
+		}
+	}
+}
+
+func TestProducerConsumerEventsAndIDs(t *testing.T) {
+	rs := runExample(t, "producer_consumer", 3, 5*time.Second)
+	wantStatus(t, rs, "ok")
+	for _, r := range rs {
+		got := map[string]string{}
+		for _, g := range r.Goroutines {
+			got[g.GPath] = g.StartFunction
+		}
+		want := map[string]string{"0": "main.main", "0.1": "main.produce", "0.2": "main.consume"}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("goroutines = %v, want %v", got, want)
+		}
+		first := r.Events[0]
+		if first.Event != "GoCreate" || first.GPath != "0.1" || first.Peer != 0 || first.Function != "main.main" || first.File != "main.go" {
+			t.Fatalf("first event = %+v", first)
+		}
+		for _, e := range r.Events {
+			if e.Function != "" && !isUserFunc(e.Function) {
+				t.Fatalf("non-user frame in event %+v", e)
+			}
+		}
+	}
+}
+
+func TestSequentialIsDeterministic(t *testing.T) {
+	rs := runExample(t, "sequential", 4, 5*time.Second)
+	wantStatus(t, rs, "ok")
+	for _, r := range rs[1:] {
+		if !reflect.DeepEqual(steps(r), steps(rs[0])) {
+			t.Fatalf("run %d differs:\n%v\n%v", r.RunIndex, steps(r), steps(rs[0]))
+		}
+	}
+}
+
+func TestLeakedSelectNeverUnblocks(t *testing.T) {
+	for _, r := range runExample(t, "leaked_select", 2, 5*time.Second) {
+		if r.Status != "ok" {
+			t.Fatalf("status %q", r.Status)
+		}
+		var last Event
+		for _, e := range r.Events {
+			if e.GPath == "0.1" {
+				last = e
+			}
+		}
+		if last.Event != "GoBlock" || last.Reason != "select" || last.Function != "main.waitForever" {
+			t.Fatalf("leaked goroutine's last event = %+v", last)
+		}
+	}
+}
+
+func TestDeadlockPanicTimeout(t *testing.T) {
+	for name, status := range map[string]string{
+		"abba_deadlock":   "deadlock",
+		"stuck_test":      "deadlock",
+		"goroutine_panic": "panic",
+		"spin_forever":    "timeout",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			rs := runExample(t, name, 1, time.Second)
+			wantStatus(t, rs, status)
+			if d := time.Since(start); d > 15*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestTestPackageRootsPerTest(t *testing.T) {
+	rs := runExample(t, "two_tests", 2, 5*time.Second)
+	wantStatus(t, rs, "ok")
+	for _, r := range rs {
+		if r.Mode != ModeTest {
+			t.Fatalf("mode %q", r.Mode)
+		}
+		roots := 0
+		for _, g := range r.Goroutines {
+			if !strings.Contains(g.GPath, ".") {
+				roots++
+				if g.StartFunction != "testing.tRunner" {
+					t.Fatalf("root %+v", g)
+				}
+			} else if !strings.HasPrefix(g.StartFunction, "prog.") {
+				t.Fatalf("non-program goroutine kept: %+v", g)
+			}
+		}
+		if roots != 2 {
+			t.Fatalf("roots = %d, want 2 (one per test)", roots)
+		}
+	}
+}
+
+func TestBuildErrorIsData(t *testing.T) {
+	var out bytes.Buffer
+	err := cmdRun([]string{"-dir", filepath.Join(examples, "compile_error"), "-work", t.TempDir(), "-runs", "2"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var r RunResult
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &r) != nil {
+		t.Fatalf("want one JSON line, got %q", out.String())
+	}
+	if r.Status != "build_error" || r.RunIndex != -1 || !strings.Contains(r.StderrTail, "main.go:6") {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestRunStdoutIsJSONLines(t *testing.T) {
+	var out bytes.Buffer
+	err := cmdRun([]string{"-dir", filepath.Join(examples, "worker_pool"), "-work", t.TempDir(),
+		"-runs", "3", "-gomaxprocs", "1,2", "-max-events", "10"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<24)
+	n := 0
+	for sc.Scan() {
+		var r RunResult
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		if r.RunIndex != n || r.GOMAXPROCS == nil || *r.GOMAXPROCS != []int{1, 2}[n%2] {
+			t.Fatalf("line %d: %+v", n, r)
+		}
+		if len(r.Events) != 10 || !r.Truncated {
+			t.Fatalf("line %d: %d events, truncated %v", n, len(r.Events), r.Truncated)
+		}
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("%d lines", n)
+	}
+}
+
+func TestCanonicalIDsAgreeAcrossRuns(t *testing.T) {
+	rs := runExample(t, "fan_in", 4, 5*time.Second)
+	wantStatus(t, rs, "ok")
+	ids := func(r RunResult) map[string]string {
+		m := map[string]string{}
+		for _, g := range r.Goroutines {
+			m[g.GPath] = g.StartFunction
+		}
+		for _, e := range r.Events {
+			if e.Event == "GoCreate" {
+				m[e.GPath] += "@" + e.Function + ":" + strconv.Itoa(e.Line)
+			}
+		}
+		return m
+	}
+	for _, r := range rs[1:] {
+		if !reflect.DeepEqual(ids(r), ids(rs[0])) {
+			t.Fatalf("ids differ: %v vs %v", ids(r), ids(rs[0]))
+		}
+	}
+}
+
+func TestTruncatedTraceYieldsCompleteGenerations(t *testing.T) {
+	rs := runExample(t, "spin_forever", 1, 2500*time.Millisecond)
+	data, err := os.ReadFile(rs[0].TraceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := ParseTrace(bytes.NewReader(data), DefaultParseOptions())
+	if err != nil || full.TraceError != "" {
+		t.Fatalf("full trace: %v %q", err, full.TraceError)
+	}
+	cut, err := ParseTrace(bytes.NewReader(data[:len(data)*3/4]), DefaultParseOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.TraceError == "" || len(cut.Events) == 0 || len(cut.Events) >= len(full.Events) {
+		t.Fatalf("cut trace: %d events (full %d), error %q", len(cut.Events), len(full.Events), cut.TraceError)
+	}
+	if _, err := ParseTrace(bytes.NewReader(nil), DefaultParseOptions()); err != nil {
+		t.Fatalf("empty input must not fail: %v", err)
+	}
+}
+
+func TestHarnessKillsProcessGroup(t *testing.T) {
+	// A "program" without the watchdog: only the harness-side kill ends it.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hang.sh")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nsleep 60 &\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Program{Mode: ModeMain, SrcDir: dir, Binary: bin, ModulePath: "prog"}
+	start := time.Now()
+	r := RunOnce(p, RunConfig{Runs: 1, Timeout: 100 * time.Millisecond, MaxEvents: 10}, 0, dir)
+	if r.Status != "timeout" || time.Since(start) > 10*time.Second {
+		t.Fatalf("status %q after %v", r.Status, time.Since(start))
+	}
+}
+
+func TestRaceDetected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("race builds are slow")
+	}
+	p, work := prepare(t, "data_race", true)
+	r := RunOnce(p, RunConfig{Runs: 1, Timeout: 5 * time.Second, MaxEvents: 100}, 0, work)
+	if r.Status != "race" {
+		t.Fatalf("status %q, stderr %q", r.Status, r.StderrTail)
+	}
+}
+
+func TestBuildErrorFromPrepare(t *testing.T) {
+	_, err := Prepare(context.Background(), filepath.Join(examples, "compile_error"), t.TempDir(), ModeAuto, false)
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("want BuildError, got %v", err)
+	}
+}
