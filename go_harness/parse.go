@@ -94,6 +94,9 @@ type gInfo struct {
 	state    trace.GoState
 	reason   string
 	resume   frame // where the goroutine will continue when next started
+	// inSlowExit: the goroutine left a syscall without a P (Syscall->Runnable);
+	// its next start is reported as the syscall's exit.
+	inSlowExit bool
 	canon    int   // dense canonical id, set by finish
 	emitted  bool
 }
@@ -242,6 +245,19 @@ func (p *traceParser) step(rt *rawTransition) {
 		p.created(g, rt)
 	}
 	name, reason := transitionEvent(rt.from, rt.to, rt.reason)
+	// Fold a slow syscall exit (Syscall->Runnable, then Runnable->Running)
+	// into one "GoSyscall exit" at the moment the goroutine runs again: whether
+	// the P was retaken during the call is a scheduler artifact, and without
+	// folding even a sequential program's event sequence varies across runs.
+	slowExit := g.inSlowExit
+	g.inSlowExit = name == "GoSyscall" && reason == "exit blocked"
+	switch {
+	case g.inSlowExit:
+		g.state, g.reason = rt.to, ""
+		return
+	case slowExit && name == "GoStart":
+		name, reason = "GoSyscall", "exit"
+	}
 	var pos frame
 	var peer *gInfo
 	switch name {
@@ -253,13 +269,18 @@ func (p *traceParser) step(rt *rawTransition) {
 		}
 	case "GoStart":
 		pos = g.resume
+	case "GoSyscall":
+		pos = p.userFrame(rt.stack)
+		if pos.Func == "" {
+			pos = g.resume // a syscall exit carries no stack: it returns where it entered
+		} else {
+			g.resume = pos
+		}
 	case "GoEnd":
-	default: // GoBlock, GoSched, GoSyscall: the goroutine's own stack
+	default: // GoBlock, GoSched: the goroutine's own stack
 		pos = p.userFrame(rt.stack)
 		if pos.Func != "" {
 			g.resume = pos
-		} else if name == "GoSyscall" {
-			pos = g.resume // a syscall exit carries no stack: it returns where it entered
 		}
 	}
 	g.state = rt.to

@@ -115,3 +115,116 @@ func TestParseRejectsNonPositiveCap(t *testing.T) {
 		t.Fatal("want error for MaxEvents = 0")
 	}
 }
+
+// synth builds a parser over synthetic transitions (stacks via MakeStack).
+func synth(mode Mode, raws []rawTransition) *ParseResult {
+	opt := DefaultParseOptions()
+	opt.Mode = mode
+	res := &ParseResult{Mode: mode, Events: []Event{}, Goroutines: []GoroutineSummary{}}
+	p := &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}}
+	for i := range raws {
+		p.step(&raws[i])
+	}
+	p.finish()
+	return res
+}
+
+func stk(fns ...string) trace.Stack {
+	var fr []trace.StackFrame
+	for i, fn := range fns {
+		fr = append(fr, trace.StackFrame{PC: uint64(i + 1), Func: fn, File: "prog/main.go", Line: uint64(10 + i)})
+	}
+	return trace.MakeStack(fr)
+}
+
+func TestSyntheticFilteringFoldingAndStates(t *testing.T) {
+	const (
+		ud = trace.GoUndetermined
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+		sc = trace.GoSyscall
+	)
+	raws := []rawTransition{
+		{t: 100, id: 1, from: ud, to: rn},                                                                 // status record: dropped
+		{t: 110, id: 9, actor: 1, from: ne, to: rb, stack: stk("runtime.gcBgMarkWorker")},                 // runtime: dropped
+		{t: 120, id: 2, actor: 1, from: ne, to: rb, stack: stk("main.worker"), evStack: stk("main.main")}, // kept 0.1
+		{t: 130, id: 1, from: rn, to: wt, reason: "chan receive", stack: stk("runtime.chanrecv1", "main.main")},
+		{t: 140, id: 2, from: rb, to: rn},
+		{t: 150, id: 2, from: rn, to: sc, stack: stk("syscall.write", "main.worker")},
+		{t: 160, id: 2, from: sc, to: rb}, // slow exit: folded
+		{t: 170, id: 2, from: rb, to: rb}, // status record: dropped
+		{t: 180, id: 2, from: rb, to: rn}, // reported as GoSyscall exit
+		{t: 190, id: 9, from: rb, to: rn}, // not the program's
+		{t: 200, id: 2, from: rn, to: wt, reason: "select", stack: stk("runtime.selectgo", "main.worker")},
+	}
+	res := synth(ModeMain, raws)
+	var got []string
+	for _, e := range res.Events {
+		got = append(got, e.GPath+" "+e.Event+" "+e.Reason+" "+e.Function)
+	}
+	want := []string{
+		"0.1 GoCreate  main.main",
+		"0 GoBlock chan receive main.main",
+		"0.1 GoStart  main.worker",
+		"0.1 GoSyscall enter main.worker",
+		"0.1 GoSyscall exit main.worker",
+		"0.1 GoBlock select main.worker",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events:\n%v\nwant\n%v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("event %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if res.Events[0].Peer != 0 || res.Events[0].TimeNs != 0 || res.Events[4].TimeNs != 60 {
+		t.Fatalf("peer/time: %+v %+v", res.Events[0], res.Events[4])
+	}
+	if !res.AllBlocked || len(res.Goroutines) != 2 || res.Goroutines[1].FinalReason != "select" {
+		t.Fatalf("summary: blocked=%v %+v", res.AllBlocked, res.Goroutines)
+	}
+}
+
+func TestSyntheticTestRootsAndCap(t *testing.T) {
+	const (
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+	)
+	runner := stk("testing.(*T).Run", "testing.runTests.func1", "testing.tRunner", "testing.runTests")
+	raws := []rawTransition{
+		{id: 5, actor: 1, from: ne, to: rb, stack: stk("testing.(*M).startAlarm.func1")},
+		{id: 6, actor: 1, from: ne, to: rb, stack: stk("testing.tRunner"), evStack: runner},
+		{id: 7, actor: 6, from: ne, to: rb, stack: stk("prog.helper"), evStack: stk("prog.TestA")},
+		{id: 8, actor: 1, from: ne, to: rb, stack: stk("testing.tRunner"), evStack: runner},
+		{id: 8, from: rb, to: rn},
+	}
+	if m := detectMode(raws); m != ModeTest {
+		t.Fatalf("detected %q", m)
+	}
+	res := synth(ModeTest, raws)
+	var paths []string
+	for _, g := range res.Goroutines {
+		paths = append(paths, g.GPath)
+	}
+	if len(paths) != 3 || paths[0] != "0" || paths[1] != "1" || paths[2] != "0.1" {
+		t.Fatalf("paths %v", paths)
+	}
+	if res.Events[1].Goroutine != 2 || res.Events[1].Peer != 0 {
+		t.Fatalf("child event %+v", res.Events[1])
+	}
+	opt := DefaultParseOptions()
+	opt.Mode, opt.MaxEvents = ModeTest, 2
+	capped := &ParseResult{Mode: ModeTest, Events: []Event{}}
+	p := &traceParser{opt: opt, res: capped, gs: map[trace.GoID]*gInfo{}}
+	for i := range raws {
+		p.step(&raws[i])
+	}
+	p.finish()
+	if len(capped.Events) != 2 || !capped.Truncated {
+		t.Fatalf("cap: %d events, truncated %v", len(capped.Events), capped.Truncated)
+	}
+}
