@@ -55,11 +55,15 @@ func findTests(dir string) ([]string, error) {
 }
 
 // copyTree copies the regular files and directories of src into dst
-// (symlinks and other special files are skipped).
-func copyTree(src, dst string) error {
+// (symlinks and other special files are skipped, and so is the directory
+// skip, so a scratch dir inside the program dir is not copied into itself).
+func copyTree(src, dst, skip string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && path == skip {
+			return filepath.SkipDir
 		}
 		rel, err := filepath.Rel(src, path)
 		if err != nil {
@@ -113,7 +117,7 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 	if err := os.RemoveAll(p.SrcDir); err != nil {
 		return nil, err
 	}
-	if err := copyTree(dir, p.SrcDir); err != nil {
+	if err := copyTree(dir, p.SrcDir, work); err != nil {
 		return nil, err
 	}
 	tests, err := findTests(p.SrcDir)

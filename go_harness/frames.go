@@ -7,8 +7,10 @@ import (
 )
 
 // stdRoots are the first path elements of the Go standard library (GOROOT/src
-// of Go 1.26, plus "vendor" for its vendored golang.org/x packages). A frame
-// whose function lives in one of these packages is never a "user" frame.
+// of Go 1.26; "vendor" covers its vendored golang.org/x packages, whose
+// functions are named vendor/golang.org/x/...). A frame whose function lives
+// in one of these packages is never a "user" frame; third-party modules
+// (including golang.org/x/... required by the program) are user code.
 var stdRoots = map[string]bool{
 	"archive": true, "arena": true, "bufio": true, "builtin": true, "bytes": true, "cmp": true,
 	"compress": true, "container": true, "context": true, "crypto": true, "database": true,
@@ -19,7 +21,6 @@ var stdRoots = map[string]bool{
 	"regexp": true, "runtime": true, "simd": true, "slices": true, "sort": true, "strconv": true,
 	"strings": true, "structs": true, "sync": true, "syscall": true, "testing": true, "text": true,
 	"time": true, "unicode": true, "unique": true, "unsafe": true, "vendor": true, "weak": true,
-	"golang.org": true, // vendored x/ packages appear as golang.org/x/... inside std
 }
 
 // funcPackage returns the import path of the package a fully qualified

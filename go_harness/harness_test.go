@@ -283,3 +283,23 @@ func TestBuildErrorFromPrepare(t *testing.T) {
 		t.Fatalf("want BuildError, got %v", err)
 	}
 }
+
+func TestScratchInsideProgramDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := copyTree(filepath.Join(examples, "producer_consumer"), dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var out bytes.Buffer
+	if err := cmdRun([]string{"-dir", ".", "-work", "scratch", "-runs", "1"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var r RunResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Status != "ok" || len(r.Events) == 0 ||
+		!filepath.IsAbs(r.TraceFile) {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scratch", "src", "scratch")); err == nil {
+		t.Fatal("scratch dir was copied into itself")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,13 @@ func cmdRun(args []string, stdout io.Writer) error {
 		return errors.New("-dir and -work are required")
 	case cfg.Runs < 1 || cfg.MaxEvents < 1 || cfg.Timeout <= 0:
 		return errors.New("-runs, -max-events and -timeout must be positive")
+	}
+	// Absolute paths: runs execute inside work/src, and trace_file is reported.
+	if *dir, err = filepath.Abs(*dir); err != nil {
+		return err
+	}
+	if *work, err = filepath.Abs(*work); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("-dir %q is not a directory", *dir)

@@ -41,9 +41,9 @@ func TestTransitionEventMapping(t *testing.T) {
 }
 
 func TestUserFrames(t *testing.T) {
-	user := []string{"main.main", "main.main.func1", "prog.TestX", "example.com/a/b.(*T).M", "prog_test.TestY"}
+	user := []string{"main.main", "main.main.func1", "prog.TestX", "example.com/a/b.(*T).M", "prog_test.TestY", "golang.org/x/sync/errgroup.(*Group).Go"}
 	notUser := []string{"runtime.gopark", "sync.(*Mutex).Lock", "internal/sync.(*Mutex).lockSlow",
-		"testing.tRunner", "runtime/trace.Start.func1", "fmt.Fprintln", "os.(*File).Write", ""}
+		"testing.tRunner", "runtime/trace.Start.func1", "fmt.Fprintln", "os.(*File).Write", "vendor/golang.org/x/net/dns/dnsmessage.(*Parser).Start", ""}
 	for _, fn := range user {
 		if !isUserFunc(fn) {
 			t.Errorf("isUserFunc(%q) = false", fn)

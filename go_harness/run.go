@@ -31,8 +31,8 @@ type RunResult struct {
 	ExitCode   int                `json:"exit_code"`
 	DurationMs int64              `json:"duration_ms"`
 	GOMAXPROCS *int               `json:"gomaxprocs"`
-	TraceFile  string             `json:"trace_file,omitempty"`
-	TraceError string             `json:"trace_error,omitempty"`
+	TraceFile  string             `json:"trace_file"`
+	TraceError string             `json:"trace_error"`
 	StderrTail string             `json:"stderr_tail"`
 	StdoutTail string             `json:"stdout_tail"`
 	Events     []Event            `json:"events"`
