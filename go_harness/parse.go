@@ -97,8 +97,8 @@ type gInfo struct {
 	// inSlowExit: the goroutine left a syscall without a P (Syscall->Runnable);
 	// its next start is reported as the syscall's exit.
 	inSlowExit bool
-	canon    int   // dense canonical id, set by finish
-	emitted  bool
+	canon      int // dense canonical id, set by finish
+	emitted    bool
 }
 
 func (g *gInfo) gpath() string {
