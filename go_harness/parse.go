@@ -1,12 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
 	"golang.org/x/exp/trace"
@@ -101,14 +98,6 @@ type gInfo struct {
 	emitted    bool
 }
 
-func (g *gInfo) gpath() string {
-	parts := make([]string, len(g.path))
-	for i, p := range g.path {
-		parts[i] = fmt.Sprint(p)
-	}
-	return strings.Join(parts, ".")
-}
-
 // rawTransition is one goroutine state transition as read from the trace.
 type rawTransition struct {
 	t        trace.Time
@@ -173,45 +162,6 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 	return res, nil
 }
 
-// detectMode returns ModeTest when some goroutine is a top-level test.
-func detectMode(raws []rawTransition) Mode {
-	for i := range raws {
-		if isTestRootCreate(&raws[i]) {
-			return ModeTest
-		}
-	}
-	return ModeMain
-}
-
-// isTestRootCreate: the creation of a top-level test's goroutine, i.e. a
-// testing.tRunner started by testing.(*T).Run called from testing.runTests.
-func isTestRootCreate(rt *rawTransition) bool {
-	return rt.from == trace.GoNotExist && rt.to != trace.GoNotExist &&
-		firstFunc(rt.stack) == "testing.tRunner" && stackHas(rt.evStack, "testing.runTests")
-}
-
-// internalStart reports whether a goroutine with this start function is
-// never the program's, even when program code caused its creation (GC
-// workers started from an allocation, the runtime/trace writer started by
-// trace.Start, time.AfterFunc callbacks whose creator is whatever goroutine
-// happened to run timers, the harness's own helpers).
-func internalStart(fn string) bool {
-	switch {
-	case fn == "testing.tRunner":
-		return false
-	case fn == "", fn == "time.goFunc":
-		return true
-	case strings.HasPrefix(fn, "runtime."), strings.HasPrefix(fn, "runtime/"),
-		strings.HasPrefix(fn, "internal/"), strings.HasPrefix(fn, "testing."):
-		return true
-	case strings.HasPrefix(fn, "main._tracegen"):
-		return true
-	}
-	return false
-}
-
-var debugRaw = os.Getenv("GO_HARNESS_DEBUG") != ""
-
 type traceParser struct {
 	opt     ParseOptions
 	res     *ParseResult
@@ -219,19 +169,6 @@ type traceParser struct {
 	roots   int
 	t0      trace.Time
 	started bool
-}
-
-func (p *traceParser) g(id trace.GoID) *gInfo {
-	g := p.gs[id]
-	if g == nil {
-		g = &gInfo{}
-		if p.res.Mode == ModeMain && id == 1 {
-			g.kept, g.path, g.start = true, []int{p.roots}, "main.main"
-			p.roots++
-		}
-		p.gs[id] = g
-	}
-	return g
 }
 
 func (p *traceParser) step(rt *rawTransition) {
@@ -310,30 +247,6 @@ func (p *traceParser) step(rt *rawTransition) {
 	})
 }
 
-// created decides whether a new goroutine is the program's and gives it its
-// canonical key path.
-func (p *traceParser) created(g *gInfo, rt *rawTransition) {
-	*g = gInfo{start: p.rename(firstFunc(rt.stack))}
-	g.resume = p.userFrame(rt.stack)
-	if p.res.Mode == ModeTest && isTestRootCreate(rt) {
-		if c := p.gs[rt.actor]; c == nil || !c.kept {
-			g.kept, g.path = true, []int{p.roots}
-			p.roots++
-			return
-		}
-	}
-	c := p.gs[rt.actor]
-	if debugRaw {
-		fmt.Fprintf(os.Stderr, "create g%d start=%s actor=g%d actorKept=%v internal=%v creator=%q\n", rt.id, g.start, rt.actor, c != nil && c.kept, internalStart(g.start), firstFunc(rt.evStack))
-	}
-	if c == nil || !c.kept || internalStart(g.start) {
-		return
-	}
-	c.children++
-	g.kept = true
-	g.path = append(append([]int{}, c.path...), c.children)
-}
-
 // userFrame is the innermost user frame of st with the rename and file
 // prefix options applied; the zero frame when there is none.
 func (p *traceParser) userFrame(st trace.Stack) frame {
@@ -351,88 +264,4 @@ func (p *traceParser) rename(fn string) string {
 		}
 	}
 	return fn
-}
-
-// transitionEvent maps a goroutine state transition to an event name and reason.
-// Status records (from Undetermined, or X->X) never reach it.
-func transitionEvent(from, to trace.GoState, reason string) (string, string) {
-	switch {
-	case from == trace.GoNotExist:
-		switch to {
-		case trace.GoWaiting:
-			return "GoCreate", "created blocked"
-		case trace.GoSyscall:
-			return "GoCreate", "created in syscall"
-		}
-		return "GoCreate", ""
-	case to == trace.GoNotExist:
-		return "GoEnd", ""
-	case from == trace.GoRunnable && to == trace.GoRunning:
-		return "GoStart", ""
-	case from == trace.GoRunning && to == trace.GoWaiting:
-		return "GoBlock", reason
-	case from == trace.GoWaiting && to == trace.GoRunnable:
-		return "GoUnblock", ""
-	case from == trace.GoRunning && to == trace.GoRunnable:
-		return "GoSched", reason
-	case from == trace.GoRunning && to == trace.GoSyscall:
-		return "GoSyscall", "enter"
-	case from == trace.GoSyscall && to == trace.GoRunning:
-		return "GoSyscall", "exit"
-	case from == trace.GoSyscall && to == trace.GoRunnable:
-		return "GoSyscall", "exit blocked"
-	}
-	return "GoTransition", from.String() + "->" + to.String()
-}
-
-// finish assigns dense canonical ids and fills the summary fields.
-//
-// Canonical ids: every emitted goroutine has a key path (roots "0", "1", ...
-// in creation order; a child is its creator's path plus its creation rank
-// among that creator's kept children, e.g. "0.2.1"). Paths do not depend on
-// how creators interleave, so they agree across runs of the same program
-// whenever each goroutine creates its children in the same order. The dense
-// id is the goroutine's rank when paths are sorted by depth and then
-// component-wise (breadth first), so the first root is 0 and its children
-// come next.
-func (p *traceParser) finish() {
-	var emitted []*gInfo
-	anyAlive, allBlocked := false, true
-	for _, g := range p.gs {
-		if g.emitted {
-			emitted = append(emitted, g)
-		}
-		if g.kept && g.state != trace.GoNotExist && g.state != trace.GoUndetermined {
-			anyAlive = true
-			if g.state != trace.GoWaiting || !deadlockReasons[g.reason] {
-				allBlocked = false
-			}
-		}
-	}
-	p.res.AllBlocked = anyAlive && allBlocked
-	sortByPath(emitted)
-	for i, g := range emitted {
-		g.canon = i
-		p.res.Goroutines = append(p.res.Goroutines, GoroutineSummary{
-			Goroutine: i, GPath: g.gpath(), StartFunction: p.rename(g.start),
-			FinalState: g.state.String(), FinalReason: g.reason,
-		})
-	}
-	for i := range p.res.Events {
-		ev := &p.res.Events[i]
-		ev.Goroutine, ev.GPath, ev.Peer = ev.g.canon, ev.g.gpath(), -1
-		if ev.peer != nil {
-			ev.Peer = ev.peer.canon
-		}
-	}
-}
-
-// sortByPath orders goroutines by (depth, path component-wise).
-func sortByPath(gs []*gInfo) {
-	slices.SortFunc(gs, func(a, b *gInfo) int {
-		if c := cmp.Compare(len(a.path), len(b.path)); c != 0 {
-			return c
-		}
-		return slices.Compare(a.path, b.path)
-	})
 }

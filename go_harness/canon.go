@@ -1,0 +1,71 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/exp/trace"
+)
+
+// gpath renders the canonical key path, e.g. "0.2.1".
+func (g *gInfo) gpath() string {
+	parts := make([]string, len(g.path))
+	for i, p := range g.path {
+		parts[i] = fmt.Sprint(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// finish assigns dense canonical ids and fills the summary fields.
+//
+// Canonical ids: every emitted goroutine has a key path (roots "0", "1", ...
+// in creation order; a child is its creator's path plus its creation rank
+// among that creator's kept children, e.g. "0.2.1"). Paths do not depend on
+// how creators interleave, so they agree across runs of the same program
+// whenever each goroutine creates its children in the same order. The dense
+// id is the goroutine's rank when paths are sorted by depth and then
+// component-wise (breadth first), so the first root is 0 and its children
+// come next.
+func (p *traceParser) finish() {
+	var emitted []*gInfo
+	anyAlive, allBlocked := false, true
+	for _, g := range p.gs {
+		if g.emitted {
+			emitted = append(emitted, g)
+		}
+		if g.kept && g.state != trace.GoNotExist && g.state != trace.GoUndetermined {
+			anyAlive = true
+			if g.state != trace.GoWaiting || !deadlockReasons[g.reason] {
+				allBlocked = false
+			}
+		}
+	}
+	p.res.AllBlocked = anyAlive && allBlocked
+	sortByPath(emitted)
+	for i, g := range emitted {
+		g.canon = i
+		p.res.Goroutines = append(p.res.Goroutines, GoroutineSummary{
+			Goroutine: i, GPath: g.gpath(), StartFunction: p.rename(g.start),
+			FinalState: g.state.String(), FinalReason: g.reason,
+		})
+	}
+	for i := range p.res.Events {
+		ev := &p.res.Events[i]
+		ev.Goroutine, ev.GPath, ev.Peer = ev.g.canon, ev.g.gpath(), -1
+		if ev.peer != nil {
+			ev.Peer = ev.peer.canon
+		}
+	}
+}
+
+// sortByPath orders goroutines by (depth, path component-wise).
+func sortByPath(gs []*gInfo) {
+	slices.SortFunc(gs, func(a, b *gInfo) int {
+		if c := cmp.Compare(len(a.path), len(b.path)); c != 0 {
+			return c
+		}
+		return slices.Compare(a.path, b.path)
+	})
+}
