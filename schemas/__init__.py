@@ -4,12 +4,13 @@ Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc
 `VERSION` (bumped on any change). Writers always use these schemas; nothing is inferred from rows.
 """
 
-from schemas import failures, traces
+from schemas import failures, traces, trajectories
 from schemas.fields import doc_of
 
 TABLES = {
     "traces": traces,
     "failures": failures,
+    "trajectories": trajectories,
 }
 
 

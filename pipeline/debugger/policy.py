@@ -1,0 +1,210 @@
+"""The seeded stochastic debugger policy (DESIGN.md §6): trajectories over one trace's state trees.
+
+Guarantees:
+- Deterministic: trajectory j of a (trace, direction) depends only on (seed, trace id, direction, j) and
+  the config — its RNG is seeded from a SHA-256 of those (never Python's `hash()`), and it uses only
+  `Random.random()`, whose stream is stable across Python versions. Asking for more trajectories (a
+  larger k) leaves the first ones unchanged.
+- Each trajectory draws one mixture component (weight-proportional), then each action from that
+  component, until it reaches the exit (forward) / the entry pseudo-state (inverse) or `max_actions`
+  actions were taken (exit "cut").
+- Breakpoint targets: with probability `breakpoint_miss_rate`, a line text that does not come again (a
+  code line never executed as a line event, or one whose last execution is behind) — the breakpoint
+  then lands on the exit; otherwise a line text that comes again, uniform over distinct texts. When one
+  kind has no candidate the other is used; with neither, the action becomes `continue`.
+- Repository traces (`source_kind == "repo"`, with `sample_repo_entry`): each trajectory starts at a call
+  node drawn uniformly from the trace (a forward walk starts at that call, an inverse walk at that
+  activation's end). Function traces start at the entry call / the entry's return.
+"""
+
+import hashlib
+import json
+import random
+from bisect import bisect_right
+from dataclasses import asdict, dataclass
+
+from pipeline.debugger.actions import FORWARD_ACTIONS, INVERSE_ACTIONS, apply_forward, apply_inverse
+from pipeline.debugger.events import Trace
+from pipeline.debugger.language import Action, Episode, serialize
+from pipeline.debugger.render import forward_episode, inverse_episode
+from pipeline.debugger.trees import ForwardTree, InverseTree, build_forward, build_inverse
+
+DIRECTIONS = ("forward", "inverse")
+
+DEFAULT_FORWARD = (
+    (0.5, (("step_into", 0.35), ("step_over", 0.30), ("step_return", 0.20), ("breakpoint", 0.10),
+           ("continue", 0.05))),
+    (0.5, (("step_into", 0.5), ("step_over", 0.5))),
+)
+DEFAULT_INVERSE = ((1.0, (("inv_step_into", 0.5), ("inv_step_over", 0.35), ("inv_step_call", 0.15))),)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Every choice of the policy; `policy_version` (version + a hash of all values) goes in each row."""
+
+    version: str = "1"
+    forward_mixture: tuple = DEFAULT_FORWARD
+    inverse_mixture: tuple = DEFAULT_INVERSE
+    breakpoint_miss_rate: float = 0.2
+    max_actions: int = 64
+    sample_repo_entry: bool = True
+    directions: tuple = DIRECTIONS
+
+    def __post_init__(self):
+        if not isinstance(self.version, str) or not self.version:
+            raise ValueError("version must be a non-empty string")
+        _check_mixture("forward_mixture", self.forward_mixture, FORWARD_ACTIONS)
+        _check_mixture("inverse_mixture", self.inverse_mixture, INVERSE_ACTIONS)
+        if not 0.0 <= self.breakpoint_miss_rate <= 1.0:
+            raise ValueError(f"breakpoint_miss_rate must be in [0, 1], got {self.breakpoint_miss_rate!r}")
+        if type(self.max_actions) is not int or self.max_actions < 1:
+            raise ValueError(f"max_actions must be a positive int, got {self.max_actions!r}")
+        if not self.directions or any(d not in DIRECTIONS for d in self.directions) \
+                or len(set(self.directions)) != len(self.directions):
+            raise ValueError(f"directions must be distinct values of {DIRECTIONS}, got {self.directions!r}")
+
+    @property
+    def policy_version(self) -> str:
+        values = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return f"{self.version}-{hashlib.sha256(values.encode()).hexdigest()[:10]}"
+
+
+def _check_mixture(name: str, mixture, allowed: tuple) -> None:
+    try:
+        components = [(float(weight), [(str(a), float(p)) for a, p in actions]) for weight, actions in mixture]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be ((weight, ((action, probability), ...)), ...)") from None
+    if not components or sum(w for w, _ in components) <= 0:
+        raise ValueError(f"{name} needs a component with a positive weight")
+    for weight, actions in components:
+        if weight < 0 or not actions or any(p < 0 for _, p in actions) or sum(p for _, p in actions) <= 0:
+            raise ValueError(f"{name}: weights and probabilities must be >= 0 with a positive sum")
+        for action, _ in actions:
+            if action not in allowed:
+                raise ValueError(f"{name}: unknown action {action!r}; allowed: {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    trajectory_id: str
+    trace_id: str
+    source_id: str
+    direction: str
+    seed: int
+    policy_version: str
+    sample_index: int
+    actions: tuple       # of language.Action
+    nodes: tuple         # visited node indices in the direction's tree
+    exit: str            # forward: normal|error|never; inverse: entry; either: cut
+    episode: Episode
+    text: str
+
+
+class TraceWalker:
+    """The trees of one trace plus the breakpoint candidates, built once for all its trajectories."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.forward: ForwardTree = build_forward(trace)
+        self._inverse: InverseTree | None = None
+        by_last = sorted((lines[-1], text) for text, lines in self.forward.lines_by_source.items())
+        self._lasts = [last for last, _ in by_last]
+        self._texts = [text for _, text in by_last]
+        executed = self.forward.lines_by_source
+        self._never = list(dict.fromkeys(
+            line for line in trace.code.splitlines()
+            if line.strip() and not line.lstrip().startswith("#") and line not in executed))
+        self._calls = [i for i, kind in enumerate(trace.kinds) if kind == "call"]
+
+    @property
+    def inverse(self) -> InverseTree:
+        if self._inverse is None:
+            self._inverse = build_inverse(self.trace, self.forward)
+        return self._inverse
+
+    def breakpoint_target(self, node: int, rng: random.Random, miss_rate: float) -> str | None:
+        cut = bisect_right(self._lasts, node)  # texts [cut:] come again after node, [:cut] do not
+        n_hits, n_misses = len(self._texts) - cut, cut + len(self._never)
+        want_miss = rng.random() < miss_rate
+        pick = rng.random()
+        if n_misses and (want_miss or not n_hits):
+            index = int(pick * n_misses)
+            return self._texts[index] if index < cut else self._never[index - cut]
+        if n_hits:
+            return self._texts[cut + int(pick * n_hits)]
+        return None
+
+    def start(self, direction: str, rng: random.Random, config: PolicyConfig) -> int:
+        repo = config.sample_repo_entry and self.trace.source_kind == "repo"
+        if direction == "forward":
+            return self._calls[int(rng.random() * len(self._calls))] if repo else 0
+        if repo:
+            end = self.forward.act_end[self._calls[int(rng.random() * len(self._calls))]]
+            if end != -1:
+                return self.inverse.of_event[end]
+        return 0
+
+
+def _rng(seed: int, trace_id: str, direction: str, index: int) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x00{trace_id}\x00{direction}\x00{index}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _draw(rng: random.Random, choices) -> object:
+    total = sum(weight for weight, _ in choices)
+    point = rng.random() * total
+    for weight, value in choices:
+        point -= weight
+        if point < 0:
+            return value
+    return next(value for weight, value in reversed(choices) if weight > 0)
+
+
+def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: str, index: int) -> Trajectory:
+    """Trajectory `index` of one trace in one direction."""
+    trace = walker.trace
+    rng = _rng(seed, trace.trace_id, direction, index)
+    forward = direction == "forward"
+    mixture = config.forward_mixture if forward else config.inverse_mixture
+    component = [(p, a) for a, p in _draw(rng, [(w, actions) for w, actions in mixture])]
+    node = walker.start(direction, rng, config)
+    end = walker.forward.n if forward else walker.inverse.entry
+    nodes, actions = [node], []
+    while node != end and len(actions) < config.max_actions:
+        name = _draw(rng, component)
+        target = None
+        if name == "breakpoint":
+            target = walker.breakpoint_target(node, rng, config.breakpoint_miss_rate)
+            if target is None:
+                name = "continue"
+        node = apply_forward(walker.forward, node, name, target) if forward else \
+            apply_inverse(walker.inverse, node, name)
+        actions.append(Action(name, target))
+        nodes.append(node)
+    if forward:
+        episode = forward_episode(trace, walker.forward, nodes, actions)
+        exit_ = trace.exit if node == end else "cut"
+    else:
+        episode = inverse_episode(trace, walker.inverse, nodes, actions)
+        exit_ = "entry" if node == end else "cut"
+    version = config.policy_version
+    key = f"{trace.trace_id}\x00{direction}\x00{seed}\x00{version}\x00{index}"
+    return Trajectory(
+        trajectory_id=hashlib.sha256(key.encode()).hexdigest()[:32], trace_id=trace.trace_id,
+        source_id=trace.source_id, direction=direction, seed=seed, policy_version=version, sample_index=index,
+        actions=tuple(actions), nodes=tuple(nodes), exit=exit_, episode=episode, text=serialize(episode))
+
+
+def sample_trajectories(trace: Trace | dict, config: PolicyConfig, seed: int, k: int) -> list[Trajectory]:
+    """k trajectories per direction of `config.directions`, in (direction, index) order.
+
+    `trace` is a `Trace` or a `traces` row (normalised here); a bad trace raises TraceShapeError.
+    """
+    if type(k) is not int or k < 0:
+        raise ValueError(f"k must be a non-negative int, got {k!r}")
+    if isinstance(trace, dict):
+        trace = Trace.from_row(trace)
+    walker = TraceWalker(trace)
+    return [sample_one(walker, config, seed, direction, index)
+            for direction in config.directions for index in range(k)]

@@ -1,0 +1,63 @@
+"""Stage: sample debugger trajectories from `traces` rows (no tracing, no I/O, no Ray).
+
+A trace whose shape the state trees cannot walk (empty, malformed) becomes a failures row; so does any
+unexpected error on one trace, which never costs another trace its trajectories.
+"""
+
+from pipeline.debugger.events import Trace, TraceShapeError
+from pipeline.debugger.policy import PolicyConfig, Trajectory, sample_trajectories
+from pipeline.failures import failure_row
+from pipeline.stats import StageCounters
+
+STAGE = "trajectories"
+
+
+def trajectory_row(trajectory: Trajectory) -> dict:
+    """A `trajectories` row (schemas/trajectories.py)."""
+    return {
+        "trajectory_id": trajectory.trajectory_id, "trace_id": trajectory.trace_id,
+        "source_id": trajectory.source_id, "direction": trajectory.direction, "seed": trajectory.seed,
+        "policy_version": trajectory.policy_version, "sample_index": trajectory.sample_index,
+        "actions": [{"action": action.name, "target": action.target} for action in trajectory.actions],
+        "states": list(trajectory.nodes), "exit": trajectory.exit,
+        "n_tokens": len(trajectory.text.encode("utf-8", "surrogatepass")), "text": trajectory.text,
+    }
+
+
+def sample_trajectories_stage(trace_rows: list[dict], config: PolicyConfig, seed: int, per_trace: int,
+                              unit_id: str) -> tuple[list[dict], list[dict], StageCounters]:
+    """Trajectories rows (trace order, then forward before inverse, then sample index), failures, counters.
+
+    `counters.n_in` counts traces, `n_out` trajectories; `dropped` counts failed traces by error type.
+    """
+    if type(per_trace) is not int or per_trace < 1:
+        raise ValueError(f"per_trace must be a positive int, got {per_trace!r}")
+    counters = StageCounters(STAGE)
+    rows: list[dict] = []
+    failures: list[dict] = []
+    with counters.timed():
+        for position, row in enumerate(trace_rows):
+            counters.n_in += 1
+            trace_id = row.get("trace_id") if isinstance(row, dict) else None
+            source_id = row.get("source_id") if isinstance(row, dict) else None
+            try:
+                trace = Trace.from_row(row)
+                produced = [trajectory_row(t) for t in sample_trajectories(trace, config, seed, per_trace)]
+            except TraceShapeError as error:
+                failures.append(_failure(unit_id, source_id, trace_id, position, error.error_type, str(error)))
+                counters.drop(error.error_type)
+                continue
+            except Exception as error:  # a bug or an unforeseen shape: one trace, not the unit
+                failures.append(_failure(unit_id, source_id, trace_id, position, type(error).__name__,
+                                         f"unexpected error while sampling: {error}"))
+                counters.drop(type(error).__name__)
+                continue
+            rows.extend(produced)
+            counters.n_out += len(produced)
+    return rows, failures, counters
+
+
+def _failure(unit_id, source_id, trace_id, position, error_type, message) -> dict:
+    ref = f"trace:{trace_id}" if trace_id else f"trace-row:{position}"
+    return failure_row(unit_id, source_id, STAGE, error_type,
+                       f"trace {trace_id or position!r}: {message}", ref)
