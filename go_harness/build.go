@@ -111,7 +111,8 @@ func goEnv() []string {
 }
 
 // Prepare copies dir into work/src, decides the mode, writes go.mod when
-// missing, injects the watchdog into a main package and builds once.
+// missing, injects the watchdog into a main package and builds once. On a
+// *BuildError the returned Program is non-nil and its Mode is decided.
 func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Program, error) {
 	p := &Program{SrcDir: filepath.Join(work, "src")}
 	if err := os.RemoveAll(p.SrcDir); err != nil {
@@ -133,14 +134,17 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 	}
 	p.ModulePath, err = ensureGoMod(p.SrcDir)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	args := []string{"build"}
 	p.Binary = filepath.Join(work, "prog.bin")
+	var injectErr error
 	if p.Mode == ModeTest {
 		args, p.Binary = []string{"test", "-c"}, filepath.Join(work, "prog.test")
-	} else if err := injectWatchdog(p.SrcDir); err != nil {
-		return nil, &BuildError{ExitCode: 1, Output: err.Error()}
+	} else {
+		// When injection fails (syntax error, no main package, no Go files)
+		// the build below still runs so the compiler's own message is reported.
+		injectErr = injectWatchdog(p.SrcDir)
 	}
 	args = append(args, "-trimpath", "-o", p.Binary)
 	if race {
@@ -151,14 +155,17 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 	cmd.Dir, cmd.Env = p.SrcDir, goEnv()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		return nil, buildTimeoutError(buildTimeout)
+		return p, buildTimeoutError(buildTimeout)
 	}
 	if err != nil {
 		code := 1
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
 			code = ee.ExitCode()
 		}
-		return nil, &BuildError{ExitCode: code, Output: tailString(string(out), 4000)}
+		return p, &BuildError{ExitCode: code, Output: tailString(string(out), 4000)}
+	}
+	if injectErr != nil {
+		return p, &BuildError{ExitCode: 1, Output: "tracegen: " + injectErr.Error()}
 	}
 	return p, nil
 }

@@ -171,7 +171,7 @@ func TestBuildErrorIsData(t *testing.T) {
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &r) != nil {
 		t.Fatalf("want one JSON line, got %q", out.String())
 	}
-	if r.Status != "build_error" || r.RunIndex != -1 || !strings.Contains(r.StderrTail, "main.go:6") {
+	if r.Status != "build_error" || r.RunIndex != -1 || r.Mode != ModeMain || !strings.Contains(r.StderrTail, "main.go:6") {
 		t.Fatalf("got %+v", r)
 	}
 }
@@ -301,5 +301,17 @@ func TestScratchInsideProgramDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "scratch", "src", "scratch")); err == nil {
 		t.Fatal("scratch dir was copied into itself")
+	}
+}
+
+func TestSyntaxErrorReportsCompilerMessage(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\nfunc main() {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Prepare(context.Background(), dir, t.TempDir(), ModeAuto, false)
+	var be *BuildError
+	if !errors.As(err, &be) || !strings.Contains(be.Output, "./main.go:3") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -116,6 +116,9 @@ func cmdRun(args []string, stdout io.Writer) error {
 	prog, err := Prepare(ctx, *dir, *work, mode, *race)
 	var be *BuildError
 	if errors.As(err, &be) {
+		if prog != nil { // the mode was decided before the build failed
+			mode = prog.Mode
+		}
 		return enc.Encode(RunResult{
 			RunIndex: -1, Mode: mode, Status: "build_error", ExitCode: be.ExitCode,
 			DurationMs: time.Since(start).Milliseconds(), StderrTail: be.Output,
