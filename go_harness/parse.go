@@ -109,24 +109,26 @@ type rawTransition struct {
 	evStack  trace.Stack // the event's stack (the creator's/unblocker's)
 }
 
-// maxRawTransitions bounds memory for pathological traces.
-const maxRawTransitions = 5_000_000
+// maxBufferedTransitions bounds memory in auto mode, the only mode that
+// buffers (it must see the whole trace before it knows the roots).
+const maxBufferedTransitions = 2_000_000
 
-// readTransitions reads goroutine transitions until EOF or the first reader
-// error; a trace cut short still yields every complete generation.
-func readTransitions(r io.Reader) ([]rawTransition, string) {
+// readTransitions calls fn for each goroutine transition until EOF, the first
+// reader error or fn returning false, and returns the reader's error text
+// ("" at a clean EOF). A trace cut short still yields every complete
+// generation before the error.
+func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
 	rd, err := trace.NewReader(r)
 	if err != nil {
-		return nil, err.Error()
+		return err.Error()
 	}
-	var out []rawTransition
-	for len(out) < maxRawTransitions {
+	for {
 		ev, err := rd.ReadEvent()
 		if errors.Is(err, io.EOF) {
-			return out, ""
+			return ""
 		}
 		if err != nil {
-			return out, err.Error()
+			return err.Error()
 		}
 		if ev.Kind() != trace.EventStateTransition {
 			continue
@@ -136,27 +138,42 @@ func readTransitions(r io.Reader) ([]rawTransition, string) {
 			continue
 		}
 		from, to := st.Goroutine()
-		out = append(out, rawTransition{
+		rt := rawTransition{
 			t: ev.Time(), id: st.Resource.Goroutine(), actor: ev.Goroutine(),
 			from: from, to: to, reason: st.Reason, stack: st.Stack, evStack: ev.Stack(),
-		})
+		}
+		if !fn(&rt) {
+			return "too many goroutine transitions to buffer; stopped reading"
+		}
 	}
-	return out, "too many goroutine transitions; stopped reading"
 }
 
 // ParseTrace reads a runtime/trace stream and returns the program's events.
+// With an explicit mode it streams (memory bounded by MaxEvents and the
+// number of goroutines); ModeAuto buffers the transitions to decide the mode.
+// The whole trace is always read, past MaxEvents, so the goroutines' final
+// states (and AllBlocked) reflect the end of the trace.
 func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 	if opt.MaxEvents <= 0 {
 		return nil, fmt.Errorf("max events must be positive, got %d", opt.MaxEvents)
 	}
-	raws, traceErr := readTransitions(r)
-	res := &ParseResult{Mode: opt.Mode, TraceError: traceErr, Events: []Event{}, Goroutines: []GoroutineSummary{}}
-	if res.Mode == ModeAuto {
-		res.Mode = detectMode(raws)
-	}
+	res := &ParseResult{Mode: opt.Mode, Events: []Event{}, Goroutines: []GoroutineSummary{}}
 	p := &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}}
-	for i := range raws {
-		p.step(&raws[i])
+	if opt.Mode != ModeAuto {
+		res.TraceError = readTransitions(r, func(rt *rawTransition) bool {
+			p.step(rt)
+			return true
+		})
+	} else {
+		var raws []rawTransition
+		res.TraceError = readTransitions(r, func(rt *rawTransition) bool {
+			raws = append(raws, *rt)
+			return len(raws) < maxBufferedTransitions
+		})
+		res.Mode = detectMode(raws)
+		for i := range raws {
+			p.step(&raws[i])
+		}
 	}
 	p.finish()
 	return res, nil
