@@ -26,6 +26,10 @@ type ParseOptions struct {
 	// FuncRename maps a function-name prefix to its original spelling; run
 	// uses it to undo the renaming of the user's main (see inject.go).
 	FuncRename map[string]string
+	// StopAtCap stops reading once MaxEvents events were kept (and one more
+	// was seen). Parsing a long trace to its end costs seconds; with this set,
+	// final states and AllBlocked describe the point where reading stopped.
+	StopAtCap bool
 	// FilePrefix is stripped from file names (run passes "<module path>/",
 	// so files read "main.go" rather than "prog/main.go").
 	FilePrefix string
@@ -69,9 +73,10 @@ type ParseResult struct {
 	Truncated  bool               // MaxEvents was reached; later events were dropped
 	TraceError string             // non-empty when the reader stopped before a clean EOF
 	Goroutines []GoroutineSummary // kept goroutines that appear in Events, by canonical id
-	// AllBlocked reports whether at the end of the trace at least one kept
-	// goroutine still existed and every existing kept goroutine was Waiting
-	// for a reason in deadlockReasons (counts goroutines past the cap too).
+	// AllBlocked reports whether at the end of the trace (or where reading
+	// stopped, see StopAtCap) at least one kept goroutine still existed and
+	// every existing kept goroutine was Waiting for a reason in
+	// deadlockReasons.
 	AllBlocked bool
 }
 
@@ -115,8 +120,8 @@ const maxBufferedTransitions = 2_000_000
 
 // readTransitions calls fn for each goroutine transition until EOF, the first
 // reader error or fn returning false, and returns the reader's error text
-// ("" at a clean EOF). A trace cut short still yields every complete
-// generation before the error.
+// ("" at a clean EOF or when fn stopped it). A trace cut short still yields
+// every complete generation before the error.
 func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
 	rd, err := trace.NewReader(r)
 	if err != nil {
@@ -143,7 +148,7 @@ func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
 			from: from, to: to, reason: st.Reason, stack: st.Stack, evStack: ev.Stack(),
 		}
 		if !fn(&rt) {
-			return "too many goroutine transitions to buffer; stopped reading"
+			return ""
 		}
 	}
 }
@@ -151,8 +156,8 @@ func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
 // ParseTrace reads a runtime/trace stream and returns the program's events.
 // With an explicit mode it streams (memory bounded by MaxEvents and the
 // number of goroutines); ModeAuto buffers the transitions to decide the mode.
-// The whole trace is always read, past MaxEvents, so the goroutines' final
-// states (and AllBlocked) reflect the end of the trace.
+// Unless StopAtCap is set, the whole trace is read, past MaxEvents, so the
+// goroutines' final states (and AllBlocked) reflect the end of the trace.
 func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 	if opt.MaxEvents <= 0 {
 		return nil, fmt.Errorf("max events must be positive, got %d", opt.MaxEvents)
@@ -162,7 +167,7 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 	if opt.Mode != ModeAuto {
 		res.TraceError = readTransitions(r, func(rt *rawTransition) bool {
 			p.step(rt)
-			return true
+			return !(opt.StopAtCap && res.Truncated)
 		})
 	} else {
 		var raws []rawTransition
@@ -170,6 +175,9 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 			raws = append(raws, *rt)
 			return len(raws) < maxBufferedTransitions
 		})
+		if len(raws) >= maxBufferedTransitions {
+			res.TraceError = "too many goroutine transitions to buffer; stopped reading"
+		}
 		res.Mode = detectMode(raws)
 		for i := range raws {
 			p.step(&raws[i])

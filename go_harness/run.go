@@ -112,13 +112,23 @@ func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 		res.TraceFile = traceFile
 		opt := DefaultParseOptions()
 		opt.Mode, opt.MaxEvents, opt.FilePrefix = p.Mode, cfg.MaxEvents, p.ModulePath+"/"
+		opt.StopAtCap = true
 		parsed = parseFile(traceFile, opt)
 		res.Events, res.Truncated, res.Goroutines, res.TraceError =
 			parsed.Events, parsed.Truncated, parsed.Goroutines, parsed.TraceError
 	}
 	timedOut := killed.Load() || (p.Mode == ModeMain && res.ExitCode == exitWatchdog) ||
 		(p.Mode == ModeTest && strings.Contains(stderr.All(), "panic: test timed out after"))
-	res.Status = classifyRun(res.ExitCode, timedOut, stderr.All(), parsed)
+	allBlocked := parsed != nil && parsed.AllBlocked
+	if timedOut && parsed != nil && parsed.Truncated {
+		// The trace was not read to its end: judge from the goroutine dump.
+		dump := stderr.All()
+		if b, err := os.ReadFile(stacksFile); err == nil {
+			dump = string(b)
+		}
+		allBlocked = dumpAllBlocked(dump)
+	}
+	res.Status = classifyRun(res.ExitCode, timedOut, stderr.All(), allBlocked)
 	return res
 }
 
@@ -129,17 +139,18 @@ var runningGoroutineRe = regexp.MustCompile(`goroutine \d+ \[running`)
 //   - timed out (harness kill, watchdog exit 124, or the test alarm's
 //     "panic: test timed out"): deadlock when the trace shows every
 //     remaining program goroutine blocked on a channel/select/sync
-//     primitive, else timeout;
+//     primitive (from the goroutine dump when the trace was truncated),
+//     else timeout;
 //   - ok: exit code 0;
 //   - deadlock: the runtime's own "all goroutines are asleep" fatal error;
 //   - panic: exit code 2 with "panic: " and a "goroutine N [running" header;
 //   - exit_error: anything else (incl. fatal runtime errors).
-func classifyRun(exitCode int, timedOut bool, stderr string, parsed *ParseResult) string {
+func classifyRun(exitCode int, timedOut bool, stderr string, allBlocked bool) string {
 	switch {
 	case strings.Contains(stderr, "WARNING: DATA RACE"):
 		return "race"
 	case timedOut:
-		if parsed != nil && parsed.AllBlocked {
+		if allBlocked {
 			return "deadlock"
 		}
 		return "timeout"
