@@ -32,7 +32,7 @@ func prepare(t *testing.T, name string, race bool) (*Program, string) {
 func runExample(t *testing.T, name string, n int, timeout time.Duration) []RunResult {
 	t.Helper()
 	p, work := prepare(t, name, false)
-	cfg := RunConfig{Runs: n, Timeout: timeout, TestRegex: "^Test", MaxEvents: 20000}
+	cfg := RunConfig{Runs: n, Timeout: timeout, TestRegex: "^Test", MaxEvents: 20000, KeepTraces: true}
 	var out []RunResult
 	for i := range n {
 		out = append(out, RunOnce(p, cfg, i, work))
@@ -179,7 +179,7 @@ func TestBuildErrorIsData(t *testing.T) {
 func TestRunStdoutIsJSONLines(t *testing.T) {
 	var out bytes.Buffer
 	err := cmdRun([]string{"-dir", filepath.Join(examples, "worker_pool"), "-work", t.TempDir(),
-		"-runs", "3", "-gomaxprocs", "1,2", "-max-events", "10"}, &out)
+		"-runs", "3", "-gomaxprocs", "1,2", "-max-events", "10", "-keep-traces=false"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestRunStdoutIsJSONLines(t *testing.T) {
 		if r.RunIndex != n || r.GOMAXPROCS == nil || *r.GOMAXPROCS != []int{1, 2}[n%2] {
 			t.Fatalf("line %d: %+v", n, r)
 		}
-		if len(r.Events) != 10 || !r.Truncated {
+		if len(r.Events) != 10 || !r.Truncated || r.TraceFile != "" {
 			t.Fatalf("line %d: %d events, truncated %v", n, len(r.Events), r.Truncated)
 		}
 		n++

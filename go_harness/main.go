@@ -75,6 +75,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	test := fs.String("test", "^Test", "regexp of the tests to run (test packages)")
 	maxEvents := fs.Int("max-events", 20000, "cap on events per run")
 	modeFlag := fs.String("mode", "auto", "auto|main|test (auto: test when a _test.go file has func TestX(t *testing.T))")
+	keep := fs.Bool("keep-traces", true, "keep run-<i>.trace files in -work (false: delete each after parsing)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := RunConfig{Runs: *runs, Timeout: *timeout, TestRegex: *test, MaxEvents: *maxEvents}
+	cfg := RunConfig{Runs: *runs, Timeout: *timeout, TestRegex: *test, MaxEvents: *maxEvents, KeepTraces: *keep}
 	if cfg.GOMAXPROCS, err = parseProcs(*procs); err != nil {
 		return err
 	}

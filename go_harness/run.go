@@ -21,6 +21,7 @@ type RunConfig struct {
 	GOMAXPROCS []int // cycled through by run index; empty: leave unset
 	TestRegex  string
 	MaxEvents  int
+	KeepTraces bool // false: delete each trace (and stack dump) once parsed
 }
 
 // RunResult is one JSON line of `go_harness run`.
@@ -129,6 +130,11 @@ func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 		allBlocked = dumpAllBlocked(dump)
 	}
 	res.Status = classifyRun(res.ExitCode, timedOut, stderr.All(), allBlocked)
+	if !cfg.KeepTraces {
+		os.Remove(traceFile)
+		os.Remove(stacksFile)
+		res.TraceFile = ""
+	}
 	return res
 }
 
