@@ -218,7 +218,7 @@ def parse(text: str) -> Episode:
     kinds |= {"inverse" if action.name.startswith("inv_") else "forward" for action in actions}
     if len(kinds) > 1:
         raise LanguageError("the text mixes forward and inverse events or actions")
-    return Episode(unescape(code), tuple(states), tuple(actions))
+    return Episode(code, tuple(states), tuple(actions))
 
 
 class _Reader:

@@ -30,7 +30,7 @@ from collections import Counter
 import pytest
 
 from debugger_programs import PROGRAMS
-from conftest import trace_row
+from debugger_helpers import trace_row
 from pdb_oracle import run_oracle
 from pipeline.debugger import Trace, build_forward
 from pipeline.debugger import actions as A

@@ -1,0 +1,245 @@
+"""Properties of the trees, actions, policy and language over generated and real example traces."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from debugger_helpers import synthetic_row, trace_row
+from debugger_programs import PROGRAMS
+from pipeline.debugger import (Action, Episode, PolicyConfig, State, Trace, build_forward, build_inverse,
+                               parse, sample_trajectories, serialize)
+from pipeline.debugger import actions as A
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "functions.jsonl"
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _example_traces() -> list[Trace]:
+    traces = [Trace.from_row(trace_row(code, entry, input, trace_id=name)) for name, code, entry, input in PROGRAMS]
+    with open(EXAMPLES, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    for record in records:
+        if record["id"].startswith("bad_"):
+            continue
+        row = trace_row(record["code"], record.get("entry", "f"), record["input"], trace_id=record["id"],
+                        max_events=3000)
+        if row["events"]:
+            traces.append(Trace.from_row(row))
+    return traces
+
+
+EXAMPLE_TRACES = _example_traces()
+traces = st.one_of(
+    st.builds(lambda seed, cut, repo: Trace.from_row(synthetic_row(seed, truncate=cut, repo=repo)),
+              st.integers(0, 10**9), st.booleans(), st.booleans()),
+    st.sampled_from(EXAMPLE_TRACES),
+)
+
+
+def _depth(tree, node: int) -> int:
+    depth = 0
+    while node != tree.n and tree.parent[node] != -1:
+        node = tree.parent[node]
+        depth += 1
+    return depth
+
+
+def _reference_over(tree, node: int) -> int:
+    """DESIGN §6 step_over, straight from the words: next node at the level, else one level up."""
+    while node != -1:
+        if tree.next_sib[node] != -1:
+            return tree.next_sib[node]
+        node = tree.parent[node]
+    return tree.n
+
+
+def _reference_inverse(trace: Trace, fwd) -> list[tuple[str, int]]:
+    """The inverse pre-order, recursively, for small trees: [(kind, event)]."""
+    children: dict[int, list[int]] = {}
+    for node in range(fwd.n):
+        children.setdefault(fwd.parent[node], []).append(node)
+    out = []
+
+    def level(nodes):
+        for node in reversed(nodes):
+            if node in children:
+                out.append(("inv_line_call", node))
+                level(children[node])
+            out.append(("inv_" + trace.kinds[node], node))
+    level(children[-1])
+    return out + [("inv_entry", -1)]
+
+
+@SETTINGS
+@given(traces)
+def test_only_step_into_replays_the_trace(trace):
+    tree = build_forward(trace)
+    walk = [0]
+    while walk[-1] != tree.n:
+        walk.append(A.step_into(tree, walk[-1]))
+    assert walk == list(range(tree.n + 1))
+    for node in range(tree.n):  # every other action skips ahead, never back
+        assert A.step_over(tree, node) > node and A.step_return(tree, node) > node
+        assert A.continue_(tree, node) == tree.n
+
+
+@SETTINGS
+@given(traces)
+def test_step_over_is_the_next_node_at_the_level_and_never_goes_deeper(trace):
+    tree = build_forward(trace)
+    for node in range(tree.n):
+        landing = A.step_over(tree, node)
+        assert landing == _reference_over(tree, node)
+        assert landing == tree.n or _depth(tree, landing) <= _depth(tree, node)
+
+
+@SETTINGS
+@given(traces)
+def test_step_return_lands_on_the_end_of_the_activation_or_moves_like_step_over(trace):
+    tree = build_forward(trace)
+    for node in range(tree.n):
+        landing = A.step_return(tree, node)
+        if tree.is_end[node]:
+            assert landing == A.step_over(tree, node)
+        elif landing != tree.n:
+            assert trace.kinds[landing] in ("return", "exception") and tree.is_end[landing]
+            assert trace.frames[landing] == trace.frames[node]
+            assert tree.act_call[landing] == tree.act_call[node]
+            assert tree.parent[landing] == tree.parent[node]
+        else:  # only an activation cut by truncation has no end
+            assert tree.act_end[node] == -1 and trace.exit == "never"
+
+
+@SETTINGS
+@given(traces, st.data())
+def test_a_breakpoint_lands_on_the_first_future_line_with_that_text_or_on_the_exit(trace, data):
+    tree = build_forward(trace)
+    node = data.draw(st.integers(0, tree.n - 1))
+    texts = sorted(set(trace.sources)) + ["no such line", trace.code.splitlines()[0] if trace.code else ""]
+    source = data.draw(st.sampled_from(texts))
+    landing = A.breakpoint_(tree, node, source)
+    later = [i for i in range(node + 1, tree.n) if trace.kinds[i] == "line" and trace.sources[i] == source]
+    assert landing == (later[0] if later else tree.n)
+
+
+@SETTINGS
+@given(traces)
+def test_inv_step_into_visits_every_state_in_reverse_calling_lines_twice(trace):
+    fwd = build_forward(trace)
+    inv = build_inverse(trace, fwd)
+    walk = [0]
+    while walk[-1] != inv.entry:
+        walk.append(A.inv_step_into(inv, walk[-1]))
+    assert walk == list(range(len(inv.kind)))
+    plain = [inv.event[k] for k in walk if inv.kind[k] not in ("inv_line_call", "inv_entry")]
+    assert plain == list(range(fwd.n - 1, -1, -1))
+    duplicated = [inv.event[k] for k in walk if inv.kind[k] == "inv_line_call"]
+    assert sorted(duplicated) == [node for node in range(fwd.n) if fwd.has_children[node]]
+    if fwd.n <= 200:
+        assert list(zip(inv.kind, inv.event)) == _reference_inverse(trace, fwd)
+
+
+@SETTINGS
+@given(traces)
+def test_inv_step_over_skips_to_the_plain_copy_and_the_level_ends_at_the_entry(trace):
+    fwd = build_forward(trace)
+    inv = build_inverse(trace, fwd)
+    for k in range(len(inv.kind) - 1):
+        landing = A.inv_step_over(inv, k)
+        if inv.kind[k] == "inv_line_call":
+            assert (inv.kind[landing], inv.event[landing]) == (
+                "inv_" + trace.kinds[inv.event[k]], inv.event[k])
+        assert landing > k
+    walk = [0]
+    while walk[-1] != inv.entry:
+        walk.append(A.inv_step_over(inv, walk[-1]))
+    assert all(inv.parent[k] == -1 for k in walk)
+
+
+@SETTINGS
+@given(traces)
+def test_inv_step_call_lands_on_the_activations_call_with_the_frames_arguments(trace):
+    fwd = build_forward(trace)
+    inv = build_inverse(trace, fwd)
+    first_call = {}
+    for i, kind in enumerate(trace.kinds):
+        if kind == "call":
+            first_call.setdefault(trace.frames[i], i)
+    for k in range(len(inv.kind) - 1):
+        landing = A.inv_step_call(inv, k)
+        if inv.kind[k] == "inv_call":
+            assert landing == A.inv_step_over(inv, k)
+            continue
+        event, target = inv.event[k], inv.event[landing]
+        assert inv.kind[landing] == "inv_call" and trace.frames[target] == trace.frames[event]
+        assert target == fwd.act_call[event] and landing > k
+        if target == first_call[trace.frames[event]]:  # not a generator resume: the arguments
+            assert trace.locals[target] == trace.locals[first_call[trace.frames[event]]]
+
+
+@SETTINGS
+@given(traces, st.integers(0, 2**31), st.integers(1, 3))
+def test_sampled_trajectories_round_trip_and_are_deterministic(trace, seed, k):
+    config = PolicyConfig(max_actions=40)
+    first = sample_trajectories(trace, config, seed, k)
+    again = sample_trajectories(trace, config, seed, k)
+    assert [t.text for t in first] == [t.text for t in again]
+    assert [t.nodes for t in first] == [t.nodes for t in again]
+    assert len(first) == 2 * k
+    for trajectory in first:
+        assert parse(trajectory.text) == trajectory.episode
+        assert len(trajectory.nodes) == len(trajectory.actions) + 1 <= config.max_actions + 1
+    # more trajectories keep the first ones
+    more = sample_trajectories(trace, config, seed, k + 1)
+    assert [t.text for t in more if t.sample_index < k] == [t.text for t in first]
+
+
+def _texts():
+    pieces = st.sampled_from(["<|", "<||", "|>", "<", "|", "a", " ", "\n", "\"", "\\", "é", "..", "{",
+                              "<|frame_sep|>", "<|trace_end|>", "\u2028", "\x00"])
+    return st.lists(pieces, max_size=8).map("".join)
+
+
+@st.composite
+def episodes(draw):
+    forward = draw(st.booleans())
+    events = ["call", "line", "return", "exception"] if forward else [
+        "inv_call", "inv_line", "inv_line_call", "inv_return", "inv_exception"]
+    names = ["step_into", "step_over", "step_return", "breakpoint", "continue"] if forward else [
+        "inv_step_into", "inv_step_over", "inv_step_call"]
+    n = draw(st.integers(1, 6))
+    states, actions = [], []
+    for position in range(n):
+        event = draw(st.sampled_from(events))
+        local_map = draw(st.dictionaries(st.sampled_from(["a", "b", "c", "é"]), _texts(), max_size=3))
+        arg = draw(st.one_of(st.none(), _texts())) if event.endswith(("return", "exception")) else None
+        states.append(State(event, draw(_texts()), local_map, arg, position == 0 or draw(st.booleans())))
+    if draw(st.booleans()):
+        states.append(State(draw(st.sampled_from(
+            ["exit_normal", "exit_error", "exit_never"] if forward else ["inv_exit_entry"]))))
+    for _ in range(len(states) - 1):
+        name = draw(st.sampled_from(names))
+        actions.append(Action(name, draw(_texts()) if name == "breakpoint" else None))
+    return Episode(draw(_texts()), tuple(states), tuple(actions))
+
+
+@settings(max_examples=400, deadline=None)
+@given(episodes())
+def test_parse_inverts_serialize_on_arbitrary_payloads(episode):
+    text = serialize(episode)
+    assert parse(text) == episode
+
+
+def test_policy_config_is_validated_with_value_errors():
+    for bad in (dict(max_actions=0), dict(breakpoint_miss_rate=1.5), dict(version=""),
+                dict(forward_mixture=((1.0, (("inv_step_into", 1.0),)),)),
+                dict(inverse_mixture=((1.0, (("step_into", 1.0),)),)),
+                dict(forward_mixture=((0.0, (("step_into", 1.0),)),)),
+                dict(forward_mixture=((1.0, (("step_into", -1.0),)),)), dict(directions=("sideways",))):
+        with pytest.raises(ValueError):
+            PolicyConfig(**bad)
+    assert PolicyConfig().policy_version != PolicyConfig(max_actions=7).policy_version
+    assert PolicyConfig().policy_version == PolicyConfig().policy_version
