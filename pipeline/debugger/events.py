@@ -57,23 +57,24 @@ class Trace:
                                   "(e.g. the entry is a generator function that was never iterated)")
         kinds, frames, functions, linenos, sources, local_maps, args = [], [], [], [], [], [], []
         for position, event in enumerate(events):
-            if not isinstance(event, dict):
-                raise TraceShapeError("MalformedTrace", f"event {position} is not a struct")
-            kind = event.get("event")
-            frame = event.get("frame_id")
+            try:
+                kind, frame, source, arg = event["event"], event["frame_id"], event["source"], event.get("arg")
+                local_pairs = event.get("locals")
+            except (TypeError, KeyError, AttributeError):
+                raise TraceShapeError("MalformedTrace", f"event {position} is not a struct with event, "
+                                      f"frame_id and source") from None
             if kind not in EVENT_KINDS:
                 raise TraceShapeError("MalformedTrace", f"event {position}: unknown event type {kind!r}")
             if type(frame) is not int:
                 raise TraceShapeError("MalformedTrace", f"event {position}: frame_id {frame!r} is not an int")
-            source, arg = event.get("source"), event.get("arg")
-            if not isinstance(source, str) or not (arg is None or isinstance(arg, str)):
+            if type(source) is not str or not (arg is None or type(arg) is str):
                 raise TraceShapeError("MalformedTrace", f"event {position}: source/arg are not strings")
             kinds.append(kind)
             frames.append(frame)
-            functions.append(str(event.get("function")))
-            linenos.append(int(event.get("lineno") or 0))
+            functions.append(event.get("function"))
+            linenos.append(event.get("lineno"))
             sources.append(source)
-            local_maps.append(_locals_of(event.get("locals"), position))
+            local_maps.append(_locals_of(local_pairs, position))
             args.append(arg)
         if kinds[0] != "call":
             raise TraceShapeError("MalformedTrace", f"the first event is {kinds[0]!r}, not the entry call")
@@ -85,20 +86,11 @@ class Trace:
 
 def _locals_of(value, position: int) -> dict[str, str]:
     """Arrow map (list of pairs) or dict -> dict of name -> repr."""
-    if isinstance(value, dict):
-        pairs = value.items()
-    elif isinstance(value, list):
-        pairs = value
-    elif value is None:
-        return {}
-    else:
-        raise TraceShapeError("MalformedTrace", f"event {position}: locals are a {type(value).__name__}")
-    out = {}
     try:
-        for name, text in pairs:
-            if not isinstance(name, str) or not isinstance(text, str):
-                raise TypeError
-            out[name] = text
+        local_map = dict(value) if value is not None else {}
     except (TypeError, ValueError):
         raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs") from None
-    return out
+    for name, text in local_map.items():
+        if type(name) is not str or type(text) is not str:
+            raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs")
+    return local_map

@@ -26,7 +26,9 @@ undo the escape. Parsed locals compare as mappings (their order is not part of a
 
 import json
 import re
-from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _enc
+from dataclasses import dataclass
+from typing import NamedTuple
 
 TRACE_CONTEXT_START = "<|trace_context_start|>"
 FRAME_SEP = "<|frame_sep|>"
@@ -63,23 +65,24 @@ SPECIAL_TOKENS = tuple(dict.fromkeys([
 _BY_TOKEN = {token: name for name, token in {**EVENT_TOKENS, **ENDS, **ACTIONS}.items()}
 _TOKEN = re.compile(r"<\|(?!\|)([A-Za-z0-9_]+)\|>")
 _DELTA = ".."
+_DELTA_HEAD = '{"..": ".."'
 
 
 class LanguageError(ValueError):
     """The text does not follow the grammar; the message says where."""
 
 
-@dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     """One state: the event's name, its source line, its absolute locals, its arg (return/exception).
 
     `full` says whether the text writes the whole locals dict (else a delta against the previous
-    state). Pseudo-states (exit_*, inv_exit_entry) have empty source and locals.
+    state). Pseudo-states (exit_*, inv_exit_entry) have empty source and locals. (A NamedTuple: cheap to
+    build, immutable, compared by value.)
     """
 
     event: str
     source: str = ""
-    locals: dict = field(default_factory=dict)
+    locals: dict = {}
     arg: str | None = None
     full: bool = True
 
@@ -88,8 +91,7 @@ class State:
         return self.event in ENDS
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     name: str
     target: str | None = None  # the breakpoint's source text; None for the other actions
 
@@ -121,52 +123,50 @@ def serialize(episode: Episode) -> str:
     states, actions = episode.states, episode.actions
     if not states or len(actions) != len(states) - 1:
         raise ValueError("an episode needs at least one state and exactly one action between states")
-    out = [TRACE_CONTEXT_START, escape(episode.code)]
+    out = [TRACE_CONTEXT_START, episode.code.replace("<|", "<||")]
+    append = out.append
     previous = None
-    for position, state in enumerate(states):
+    last = len(states) - 1
+    for position, (event, source, current, arg, full) in enumerate(states):
         if position:
-            action = actions[position - 1]
-            token = ACTIONS.get(action.name)
+            name, target = actions[position - 1]
+            token = ACTIONS.get(name)
             if token is None:
-                raise ValueError(f"unknown action {action.name!r}")
-            out += [ACTION_SEP, token]
-            if (action.target is not None) != (action.name == "breakpoint"):
+                raise ValueError(f"unknown action {name!r}")
+            if (target is not None) != (name == "breakpoint"):
                 raise ValueError("a breakpoint needs a target source line; other actions have none")
-            if action.target is not None:
-                out.append(escape(action.target))
-        out.append(FRAME_SEP)
-        if state.event in ENDS:
-            if position != len(states) - 1:
-                raise ValueError("an exit/entry pseudo-state can only be the last state")
-            out.append(ENDS[state.event])
-            break
-        token = EVENT_TOKENS.get(state.event)
+            append(ACTION_SEP + token if target is None else ACTION_SEP + token + target.replace("<|", "<||"))
+        token = EVENT_TOKENS.get(event)
         if token is None:
-            raise ValueError(f"unknown event {state.event!r}")
-        out += [token, SRC_SEP, escape(state.source), ARG_SEP, escape(_locals_text(state, previous))]
-        if state.event in WITH_ARG:
-            out += [ARG_SEP, escape(json.dumps(state.arg, ensure_ascii=False))]
-        previous = state.locals
-    out.append(TRACE_END)
+            if event not in ENDS:
+                raise ValueError(f"unknown event {event!r}")
+            if position != last:
+                raise ValueError("an exit/entry pseudo-state can only be the last state")
+            append(FRAME_SEP + ENDS[event])
+            break
+        if _DELTA in current:
+            raise ValueError(f"a variable named {_DELTA!r} cannot be written")
+        if full:
+            local_text = "{" + ", ".join([f"{_enc(k)}: {_enc(v)}" for k, v in current.items()]) + "}"
+        elif previous is None:
+            raise ValueError("the first state must write its locals in full")
+        else:
+            local_text = _delta_text(current, previous)
+        append(f"{FRAME_SEP}{token}{SRC_SEP}{source.replace('<|', '<||')}{ARG_SEP}"
+               f"{local_text.replace('<|', '<||')}")
+        if event in WITH_ARG:
+            append(ARG_SEP + ("null" if arg is None else _enc(arg).replace("<|", "<||")))
+        previous = current
+    append(TRACE_END)
     return "".join(out)
 
 
-def _locals_text(state: State, previous: dict | None) -> str:
-    current = state.locals
-    if _DELTA in current:
-        raise ValueError(f"a variable named {_DELTA!r} cannot be written")
-    if state.full:
-        return json.dumps(current, ensure_ascii=False)
-    if previous is None:
-        raise ValueError("the first state must write its locals in full")
-    delta = {_DELTA: _DELTA}
-    for name, value in current.items():
-        if previous.get(name) != value:
-            delta[name] = value
-    for name in previous:
-        if name not in current:
-            delta[name] = None
-    return json.dumps(delta, ensure_ascii=False)
+def _delta_text(current: dict, previous: dict) -> str:
+    """`{"..": "..", changed: repr, ..., gone: null}`, byte-identical to json.dumps(..., ensure_ascii=False)."""
+    parts = [_DELTA_HEAD]
+    parts += [f"{_enc(k)}: {_enc(v)}" for k, v in current.items() if previous.get(k) != v]
+    parts += [f"{_enc(k)}: null" for k in previous if k not in current]
+    return ", ".join(parts) + "}"
 
 
 def parse(text: str) -> Episode:

@@ -22,6 +22,7 @@ import json
 import random
 from bisect import bisect_right
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 from pipeline.debugger.actions import FORWARD_ACTIONS, INVERSE_ACTIONS, apply_forward, apply_inverse
 from pipeline.debugger.events import Trace
@@ -37,6 +38,25 @@ DEFAULT_FORWARD = (
     (0.5, (("step_into", 0.5), ("step_over", 0.5))),
 )
 DEFAULT_INVERSE = ((1.0, (("inv_step_into", 0.5), ("inv_step_over", 0.35), ("inv_step_call", 0.15))),)
+
+
+class _Chooser:
+    """A weight-proportional choice among fixed values, one `rng.random()` per draw."""
+
+    __slots__ = ("bounds", "values", "total")
+
+    def __init__(self, choices):
+        self.values = [value for weight, value in choices if weight > 0]
+        self.bounds, running = [], 0.0
+        for weight, _ in choices:
+            if weight > 0:
+                running += weight
+                self.bounds.append(running)
+        self.total = running
+
+    def __call__(self, rng: random.Random):
+        at = bisect_right(self.bounds, rng.random() * self.total)
+        return self.values[min(at, len(self.values) - 1)]
 
 
 @dataclass(frozen=True)
@@ -64,7 +84,14 @@ class PolicyConfig:
                 or len(set(self.directions)) != len(self.directions):
             raise ValueError(f"directions must be distinct values of {DIRECTIONS}, got {self.directions!r}")
 
-    @property
+    @cached_property
+    def choosers(self) -> dict:
+        """{direction: chooser of a component, itself a chooser of actions}, built once."""
+        return {direction: _Chooser([(float(weight), _Chooser([(float(p), a) for a, p in actions]))
+                                     for weight, actions in mixture])
+                for direction, mixture in (("forward", self.forward_mixture), ("inverse", self.inverse_mixture))}
+
+    @cached_property
     def policy_version(self) -> str:
         values = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
         return f"{self.version}-{hashlib.sha256(values.encode()).hexdigest()[:10]}"
@@ -151,28 +178,17 @@ def _rng(seed: int, trace_id: str, direction: str, index: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _draw(rng: random.Random, choices) -> object:
-    total = sum(weight for weight, _ in choices)
-    point = rng.random() * total
-    for weight, value in choices:
-        point -= weight
-        if point < 0:
-            return value
-    return next(value for weight, value in reversed(choices) if weight > 0)
-
-
 def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: str, index: int) -> Trajectory:
     """Trajectory `index` of one trace in one direction."""
     trace = walker.trace
     rng = _rng(seed, trace.trace_id, direction, index)
     forward = direction == "forward"
-    mixture = config.forward_mixture if forward else config.inverse_mixture
-    component = [(p, a) for a, p in _draw(rng, [(w, actions) for w, actions in mixture])]
+    component = config.choosers[direction](rng)
     node = walker.start(direction, rng, config)
     end = walker.forward.n if forward else walker.inverse.entry
     nodes, actions = [node], []
     while node != end and len(actions) < config.max_actions:
-        name = _draw(rng, component)
+        name = component(rng)
         target = None
         if name == "breakpoint":
             target = walker.breakpoint_target(node, rng, config.breakpoint_miss_rate)

@@ -183,3 +183,14 @@ def test_the_action_mix_follows_the_default_mixture():
     # make short trajectories favour continue-free walks, so only rough bounds)
     assert 0.3 < mix["step_into"] / total < 0.55 and 0.3 < mix["step_over"] / total < 0.55
     assert mix["step_return"] and mix["breakpoint"] and mix["continue"]
+
+
+def test_the_report_shows_the_mix_lengths_histogram_and_one_example_per_direction():
+    from pipeline.debugger.report import trajectory_report
+
+    rows, _, _ = _stage([trace_row(WORKED_EXAMPLE, "f", "3", trace_id="w"), synthetic_row(4)], per_trace=3)
+    text = "\n".join(trajectory_report(rows))
+    assert "action mix: " in text and "token-length histogram" in text and "states per trajectory" in text
+    assert "example forward trajectory" in text and "example inverse trajectory" in text
+    assert "<|exit_normal|>" in text and "<|inv_exit_entry|>" in text
+    assert trajectory_report([]) == ["trajectories: none"]
