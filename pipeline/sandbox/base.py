@@ -1,7 +1,7 @@
 """The sandbox interface: run one command under isolation and resource limits, report how it ended.
 
-Every backend takes the same request (argv, read-only and writable binds, environment, limits) and
-returns a `SandboxResult`. Paths are the same inside and outside the sandbox, so a caller never
+Every backend takes the same request (argv, read-only and writable binds, environment, network or
+not, limits) and returns a `SandboxResult`. Paths are the same inside and outside the sandbox, so a caller never
 translates them. Bulky results go to files in a writable bind; stdout/stderr are diagnostics whose tail
 is kept. The wall-clock limit is enforced from the parent by killing the whole process group.
 """
@@ -9,6 +9,7 @@ is kept. The wall-clock limit is enforced from the parent by killing the whole p
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from abc import ABC, abstractmethod
@@ -63,10 +64,25 @@ class SandboxResult:
 
 @dataclass
 class Sandbox(ABC):
-    """Runs untrusted commands. Subclasses build the isolating command line around `argv`."""
+    """Runs untrusted commands under isolation and limits; one subclass per backend."""
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     name = "abstract"
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter to run inside this sandbox (the host's, unless the backend differs)."""
+        return os.path.realpath(sys.executable)
+
+    @abstractmethod
+    def run(self, argv: list[str], *, binds: list[Bind] = (), env: dict[str, str] | None = None,
+            cwd: str = "/", network: bool = False, limits: SandboxLimits | None = None) -> SandboxResult:
+        """Run argv to completion or to the wall-clock limit; never raises for what the command does."""
+
+
+@dataclass
+class CommandSandbox(Sandbox):
+    """A backend that wraps argv in a host command line, run with prlimit and killed by process group."""
 
     @abstractmethod
     def command(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,

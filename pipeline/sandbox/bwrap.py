@@ -11,7 +11,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits
+from pipeline.sandbox.base import Bind, CommandSandbox, SandboxLimits
 
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64")
@@ -41,7 +41,7 @@ def traversable_parents(path: str) -> list[str]:
 
 
 @dataclass
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(CommandSandbox):
     name = "bwrap"
 
     def __post_init__(self):

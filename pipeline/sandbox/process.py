@@ -3,11 +3,11 @@
 import warnings
 from dataclasses import dataclass
 
-from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits
+from pipeline.sandbox.base import Bind, CommandSandbox, SandboxLimits
 
 
 @dataclass
-class ProcessSandbox(Sandbox):
+class ProcessSandbox(CommandSandbox):
     name = "process"
 
     def __post_init__(self):

@@ -9,9 +9,8 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import tracers
 from pipeline.failures import failure_row
@@ -34,7 +33,6 @@ class TraceSettings:
     max_items: int = 20
     max_depth: int = 4
     record_timeout_s: float = 10.0
-    python: str = field(default_factory=lambda: os.path.realpath(sys.executable))
 
     def __post_init__(self):
         if self.record_timeout_s <= self.max_seconds:
@@ -50,9 +48,7 @@ class TraceSettings:
                 "record_timeout_s": self.record_timeout_s}
 
     def as_dict(self) -> dict:
-        values = asdict(self)
-        values.pop("python")  # where the interpreter lives is not part of what is computed
-        return values
+        return asdict(self)
 
 
 def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:
@@ -144,7 +140,7 @@ def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: Trac
         limits = SandboxLimits(**{**asdict(sandbox.limits),
                                   "wall_s": settings.record_timeout_s * len(records) + 10.0})
         result = sandbox.run(
-            [settings.python, "-s", "-B", "-m", "tracers.function_runner", request, out_dir],
+            [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, out_dir],
             binds=[Bind(TRACERS_PARENT + "/tracers"), Bind(scratch, writable=True)],
             env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
             cwd=scratch, limits=limits)
