@@ -29,6 +29,7 @@ SCHEMA = pa.schema([
     field("commit", pa.string(), "commit SHA (repo traces)"),
     field("path", pa.string(), "file path in the repository (repo traces)"),
     field("qualname", pa.string(), "qualified name of the entry function", nullable=False),
+    field("test_id", pa.string(), "pytest node id of the test that made the call (repo traces)"),
     field("code", pa.string(), "entry code context: the record's source, or the entry function's source",
           nullable=False),
     field("input", pa.string(), "argument text of the entry call `entry(<input>)`"),

@@ -66,7 +66,7 @@ def trace_row(record: FunctionRecord, parsed) -> dict:
         "trace_id": trace_id(record, events, exit_),
         "source_id": record.id, "source_kind": "function",
         "repo_url": None, "commit": None, "path": None,
-        "qualname": record.entry, "code": record.code, "input": record.input,
+        "qualname": record.entry, "test_id": None, "code": record.code, "input": record.input,
         "python_version": str(parsed.header.get("python")),
         "tracer_version": str(parsed.header.get("tracer_version")),
         "exit": exit_, "truncated": bool(end["truncated"]),
