@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
+from pipeline.debugger.policy import PolicyConfig
 from pipeline.sandbox import BACKENDS
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -21,6 +22,7 @@ class JobConfig:
     seed: int = 0
     per_trace: int = 2
     trace: TraceSettings = field(default_factory=TraceSettings)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
 
     def __post_init__(self):
         if self.sandbox not in BACKENDS:
@@ -29,8 +31,9 @@ class JobConfig:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
         if not 1 <= self.zstd_level <= 22:
             raise ValueError(f"zstd_level must be in 1..22, got {self.zstd_level}")
-        if self.per_trace < 0:
-            raise ValueError(f"per_trace must be >= 0, got {self.per_trace}")
+        if self.per_trace < 1:
+            raise ValueError(f"per_trace (trajectories per trace and direction) must be >= 1, "
+                             f"got {self.per_trace}")
 
     def as_dict(self) -> dict:
         values = asdict(self)

@@ -9,6 +9,7 @@ from pipeline.job import run_job
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
 from pipeline.stages.trace_functions import trace_functions
+from pipeline.stages.trajectories import sample_trajectories_stage
 from pipeline.stats import StageCounters
 
 
@@ -44,10 +45,13 @@ def produce_chunk(chunk: Chunk, unit_id: str, config: JobConfig):
     """Trace one chunk in the sandbox; returns its rows per table and its stage counters."""
     sandbox = make_sandbox(config.sandbox)
     traces, failures, counters = trace_functions(chunk.records, sandbox, config.trace, unit_id)
-    stats = {"trace": counters.as_dict()}
+    trajectories, sampling_failures, sampling = sample_trajectories_stage(
+        traces, config.policy, config.seed, config.per_trace, unit_id)
+    stats = {"trace": counters.as_dict(), "trajectories": sampling.as_dict()}
     if chunk.read_counters is not None:
         stats["read"] = chunk.read_counters
-    return {"traces": traces, "failures": chunk.read_failures + failures}, stats
+    return ({"traces": traces, "trajectories": trajectories,
+             "failures": chunk.read_failures + failures + sampling_failures}, stats)
 
 
 def trace_functions_job(input_uri: str, out: str, config: JobConfig, *, workers: int | None = None,

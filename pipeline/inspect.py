@@ -5,6 +5,7 @@ import json
 import polars as pl
 
 from pipeline.dataset import open_root, read_manifest
+from pipeline.debugger.report import trajectory_report
 
 
 def load_table(out: str, table: str) -> pl.DataFrame | None:
@@ -56,6 +57,10 @@ def summarize(out: str, *, examples: int = 1) -> str:
         lines.append("  none")
     else:
         lines += [f"  {stage:<10} {error:<22} {n:>5}" for stage, error, n in counts(failures, "stage", "error_type")]
+    trajectories = load_table(out, "trajectories")
+    if trajectories is not None:
+        lines.append("")
+        lines += trajectory_report(trajectories.to_dicts(), examples=examples)
     if traces is not None:
         for row in _example_traces(traces, examples):
             lines += ["", f"example trace {row['source_id']} (exit {row['exit']}, {row['n_events']} events):"]
