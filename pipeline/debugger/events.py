@@ -7,10 +7,12 @@ a machine-readable `error_type`) for a trace no debugger can walk; it never rais
 bad data.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 EVENT_KINDS = frozenset({"call", "line", "return", "exception"})
 EXITS = frozenset({"normal", "error", "never"})
+_STR = frozenset({str})
 
 
 class TraceShapeError(ValueError):
@@ -21,9 +23,41 @@ class TraceShapeError(ValueError):
         self.error_type = error_type
 
 
+class LazyColumn(Sequence):
+    """A per-event value converted (and checked) on first access: only the states a trajectory shows
+    need their locals and args, so a trace is not converted event by event up front."""
+
+    __slots__ = ("_events", "_convert", "_cache")
+
+    def __init__(self, events: list, convert):
+        self._events = events
+        self._convert = convert
+        self._cache: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __getitem__(self, index: int):
+        try:
+            return self._cache[index]
+        except KeyError:
+            if not 0 <= index < len(self._events):
+                raise IndexError(index) from None
+            value = self._cache[index] = self._convert(self._events[index], index)
+            return value
+
+    def __iter__(self):
+        return (self[index] for index in range(len(self._events)))
+
+
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """Events of one trace as parallel lists (index i = event i), plus what the rows need."""
+    """Events of one trace as parallel columns (index i = event i), plus what the rows need.
+
+    kinds, frames and sources are checked for every event when the trace is built; locals, args,
+    functions and line numbers are converted and checked when first read (a bad one raises
+    TraceShapeError then).
+    """
 
     trace_id: str
     source_id: str
@@ -32,11 +66,11 @@ class Trace:
     exit: str
     kinds: list[str]
     frames: list[int]
-    functions: list[str]
-    linenos: list[int]
     sources: list[str]
-    locals: list[dict[str, str]]
-    args: list[str | None]
+    locals: Sequence[dict[str, str]]
+    args: Sequence[str | None]
+    functions: Sequence[str]
+    linenos: Sequence[int]
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -55,42 +89,47 @@ class Trace:
         if not events:
             raise TraceShapeError("EmptyTrace", "the trace has no events: nothing ran under the tracer "
                                   "(e.g. the entry is a generator function that was never iterated)")
-        kinds, frames, functions, linenos, sources, local_maps, args = [], [], [], [], [], [], []
-        for position, event in enumerate(events):
-            try:
-                kind, frame, source, arg = event["event"], event["frame_id"], event["source"], event.get("arg")
-                local_pairs = event.get("locals")
-            except (TypeError, KeyError, AttributeError):
-                raise TraceShapeError("MalformedTrace", f"event {position} is not a struct with event, "
-                                      f"frame_id and source") from None
-            if kind not in EVENT_KINDS:
-                raise TraceShapeError("MalformedTrace", f"event {position}: unknown event type {kind!r}")
-            if type(frame) is not int:
-                raise TraceShapeError("MalformedTrace", f"event {position}: frame_id {frame!r} is not an int")
-            if type(source) is not str or not (arg is None or type(arg) is str):
-                raise TraceShapeError("MalformedTrace", f"event {position}: source/arg are not strings")
-            kinds.append(kind)
-            frames.append(frame)
-            functions.append(event.get("function"))
-            linenos.append(event.get("lineno"))
-            sources.append(source)
-            local_maps.append(_locals_of(local_pairs, position))
-            args.append(arg)
+        try:
+            kinds = [event["event"] for event in events]
+            frames = [event["frame_id"] for event in events]
+            sources = [event["source"] for event in events]
+        except (TypeError, KeyError, IndexError):
+            raise TraceShapeError("MalformedTrace", "an event is not a struct with event, frame_id and "
+                                  "source") from None
+        if not EVENT_KINDS.issuperset(kinds):
+            position = next(i for i, kind in enumerate(kinds) if kind not in EVENT_KINDS)
+            raise TraceShapeError("MalformedTrace", f"event {position}: unknown event type {kinds[position]!r}")
+        for name, column, expected in (("frame_id", frames, int), ("source", sources, str)):
+            if not {expected}.issuperset(map(type, column)):
+                position = next(i for i, value in enumerate(column) if type(value) is not expected)
+                raise TraceShapeError("MalformedTrace", f"event {position}: {name} {column[position]!r} is not "
+                                      f"a{'n' if expected is int else ''} {expected.__name__}")
         if kinds[0] != "call":
             raise TraceShapeError("MalformedTrace", f"the first event is {kinds[0]!r}, not the entry call")
         return cls(trace_id=str(trace_id or row.get("trace_id") or ""), source_id=str(row.get("source_id") or ""),
                    source_kind=str(row.get("source_kind") or "function"), code=str(row.get("code") or ""),
-                   exit=exit_, kinds=kinds, frames=frames, functions=functions, linenos=linenos,
-                   sources=sources, locals=local_maps, args=args)
+                   exit=exit_, kinds=kinds, frames=frames, sources=sources,
+                   locals=LazyColumn(events, _locals_of), args=LazyColumn(events, _arg_of),
+                   functions=LazyColumn(events, lambda event, _: str(event.get("function"))),
+                   linenos=LazyColumn(events, lambda event, _: event.get("lineno")))
 
 
-def _locals_of(value, position: int) -> dict[str, str]:
+def _arg_of(event: dict, position: int) -> str | None:
+    arg = event.get("arg")
+    if arg is not None and type(arg) is not str:
+        raise TraceShapeError("MalformedTrace", f"event {position}: arg {arg!r} is not a string")
+    return arg
+
+
+def _locals_of(event: dict, position: int) -> dict[str, str]:
     """Arrow map (list of pairs) or dict -> dict of name -> repr."""
+    value = event.get("locals")
     try:
         local_map = dict(value) if value is not None else {}
     except (TypeError, ValueError):
         raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs") from None
-    for name, text in local_map.items():
-        if type(name) is not str or type(text) is not str:
-            raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs")
+    if not (_STR.issuperset(map(type, local_map)) and _STR.issuperset(map(type, local_map.values()))):
+        raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs")
+    if ".." in local_map:
+        raise TraceShapeError("MalformedTrace", f"event {position}: a local named '..' (not a Python name)")
     return local_map

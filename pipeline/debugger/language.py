@@ -27,7 +27,6 @@ undo the escape. Parsed locals compare as mappings (their order is not part of a
 import json
 import re
 from json.encoder import encode_basestring as _enc
-from dataclasses import dataclass
 from typing import NamedTuple
 
 TRACE_CONTEXT_START = "<|trace_context_start|>"
@@ -96,8 +95,7 @@ class Action(NamedTuple):
     target: str | None = None  # the breakpoint's source text; None for the other actions
 
 
-@dataclass(frozen=True)
-class Episode:
+class Episode(NamedTuple):
     """A trajectory in structured form: code context, states, and the actions between them."""
 
     code: str

@@ -22,15 +22,19 @@ import json
 import random
 from bisect import bisect_right
 from dataclasses import asdict, dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from typing import NamedTuple
 
-from pipeline.debugger.actions import FORWARD_ACTIONS, INVERSE_ACTIONS, apply_forward, apply_inverse
+from pipeline.debugger.actions import (FORWARD_ACTIONS, INVERSE_ACTIONS, breakpoint_, continue_, inv_step_into,
+                                       step_into, step_return)
 from pipeline.debugger.events import Trace
 from pipeline.debugger.language import Action, Episode, serialize
 from pipeline.debugger.render import forward_episode, inverse_episode
 from pipeline.debugger.trees import ForwardTree, InverseTree, build_forward, build_inverse
 
 DIRECTIONS = ("forward", "inverse")
+
+_PLAIN_ACTIONS = {name: Action(name) for name in FORWARD_ACTIONS + INVERSE_ACTIONS if name != "breakpoint"}
 
 DEFAULT_FORWARD = (
     (0.5, (("step_into", 0.35), ("step_over", 0.30), ("step_return", 0.20), ("breakpoint", 0.10),
@@ -112,8 +116,9 @@ def _check_mixture(name: str, mixture, allowed: tuple) -> None:
                 raise ValueError(f"{name}: unknown action {action!r}; allowed: {', '.join(allowed)}")
 
 
-@dataclass(frozen=True)
-class Trajectory:
+class Trajectory(NamedTuple):
+    """One sampled trajectory: what its `trajectories` row holds, plus the structured episode."""
+
     trajectory_id: str
     trace_id: str
     source_id: str
@@ -143,6 +148,22 @@ class TraceWalker:
             line for line in trace.code.splitlines()
             if line.strip() and not line.lstrip().startswith("#") and line not in executed))
         self._calls = [i for i, kind in enumerate(trace.kinds) if kind == "call"]
+        self._moves: dict = {}
+
+    def moves(self, direction: str) -> dict:
+        """{action: node -> node} for every action of a direction but breakpoint, bound to the tree."""
+        moves = self._moves.get(direction)
+        if moves is None:
+            if direction == "forward":
+                tree = self.forward
+                moves = {"step_into": partial(step_into, tree), "step_over": tree.over.__getitem__,
+                         "step_return": partial(step_return, tree), "continue": partial(continue_, tree)}
+            else:
+                tree = self.inverse
+                moves = {"inv_step_into": partial(inv_step_into, tree), "inv_step_over": tree.over.__getitem__,
+                         "inv_step_call": tree.call.__getitem__}
+            self._moves[direction] = moves
+        return moves
 
     @property
     def inverse(self) -> InverseTree:
@@ -187,16 +208,21 @@ def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: 
     node = walker.start(direction, rng, config)
     end = walker.forward.n if forward else walker.inverse.entry
     nodes, actions = [node], []
-    while node != end and len(actions) < config.max_actions:
+    moves = walker.moves(direction)
+    limit = config.max_actions
+    while node != end and len(actions) < limit:
         name = component(rng)
-        target = None
         if name == "breakpoint":
             target = walker.breakpoint_target(node, rng, config.breakpoint_miss_rate)
             if target is None:
                 name = "continue"
-        node = apply_forward(walker.forward, node, name, target) if forward else \
-            apply_inverse(walker.inverse, node, name)
-        actions.append(Action(name, target))
+            else:
+                node = breakpoint_(walker.forward, node, target)
+                actions.append(Action(name, target))
+                nodes.append(node)
+                continue
+        node = moves[name](node)
+        actions.append(_PLAIN_ACTIONS[name])
         nodes.append(node)
     if forward:
         episode = forward_episode(trace, walker.forward, nodes, actions)

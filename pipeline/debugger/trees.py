@@ -43,8 +43,6 @@ class ForwardTree:
     act_end: list[int]      # the end node (return / final exception) of the node's activation, -1 if cut
     is_end: list[bool]      # the node ends its activation
     has_children: list[bool]
-    last_child: list[int]
-    prev_sib: list[int]
     lines_by_source: dict[str, list[int]]  # line nodes by exact source text, ascending
 
     @property
@@ -58,8 +56,7 @@ class InverseTree:
 
     kind: list[str]         # inv_call | inv_line | inv_line_call | inv_return | inv_exception | inv_entry
     event: list[int]        # the event (forward node) the inverse node shows; -1 for the entry
-    parent: list[int]
-    next_sib: list[int]
+    parent: list[int]       # inverse parent: the inv_line_call node whose callee states hold it, or -1
     over: list[int]         # inv_step_over target
     call: list[int]         # inv_step_call target
     of_event: list[int]     # event -> its plain inverse node
@@ -75,47 +72,51 @@ def build_forward(trace: Trace) -> ForwardTree:
     n = len(kinds)
     parent = [-1] * (n + 1)
     next_sib = [-1] * (n + 1)
-    prev_sib = [-1] * (n + 1)
     last_child = [-1] * (n + 1)
     act_call = [-1] * (n + 1)
-    act_end = [-1] * (n + 1)
     is_end = [False] * (n + 1)
-    has_children = [False] * (n + 1)
+    end_of_call: dict[int, int] = {}  # call node -> end node of its activation
     final = _final_exceptions(kinds, frames)
     root_tail = -1
-    # The activation stack, one entry per active frame: [frame id, parent node, own nodes].
-    stack: list[list] = []
+    # The activation stack: parallel lists of frame id, parent node, call node, latest node.
+    stack_frame: list[int] = []
+    stack_parent: list[int] = []
+    stack_call: list[int] = []
+    stack_last: list[int] = []
     for i in range(n):
         kind = kinds[i]
         if kind == "call":
-            p = stack[-1][2][-1] if stack else -1
-            activation = [frames[i], p, [i]]
-            stack.append(activation)
+            p = stack_last[-1] if stack_last else -1
+            stack_frame.append(frames[i])
+            stack_parent.append(p)
+            stack_call.append(i)
+            stack_last.append(i)
+            act_call[i] = i
         else:
-            if not stack or stack[-1][0] != frames[i]:
+            if not stack_frame or stack_frame[-1] != frames[i]:
                 raise TraceShapeError(
                     "MalformedTrace", f"event {i} ({kind}) belongs to frame {frames[i]}, which is not the "
                     f"innermost active frame (interleaved threads or a malformed trace)")
-            activation = stack[-1]
-            p = activation[1]
-            activation[2].append(i)
+            p = stack_parent[-1]
+            act_call[i] = stack_call[-1]
+            stack_last[-1] = i
+            if kind == "return" or (kind == "exception" and final[i]):
+                is_end[i] = True
+                end_of_call[stack_call.pop()] = i
+                stack_frame.pop()
+                stack_parent.pop()
+                stack_last.pop()
         parent[i] = p
-        act_call[i] = activation[2][0]
         if p == -1:
             tail, root_tail = root_tail, i
         else:
             tail, last_child[p] = last_child[p], i
-            has_children[p] = True
         if tail != -1:
             next_sib[tail] = i
-            prev_sib[i] = tail
-        if kind == "return" or (kind == "exception" and final[i]):
-            is_end[i] = True
-            for node in stack.pop()[2]:
-                act_end[node] = i
     if root_tail != -1:
         next_sib[root_tail] = n
-        prev_sib[n] = root_tail
+    act_end = [end_of_call.get(call, -1) for call in act_call]
+    has_children = [child != -1 for child in last_child]
     over = [n] * (n + 1)
     for i in range(n):  # parents precede children, so over[parent] is known
         if next_sib[i] != -1:
@@ -126,9 +127,13 @@ def build_forward(trace: Trace) -> ForwardTree:
     sources = trace.sources
     for i in range(n):
         if kinds[i] == "line":
-            lines_by_source.setdefault(sources[i], []).append(i)
+            lines = lines_by_source.get(sources[i])
+            if lines is None:
+                lines_by_source[sources[i]] = [i]
+            else:
+                lines.append(i)
     return ForwardTree(n=n, parent=parent, next_sib=next_sib, over=over, act_call=act_call, act_end=act_end,
-                       is_end=is_end, has_children=has_children, last_child=last_child, prev_sib=prev_sib,
+                       is_end=is_end, has_children=has_children,
                        lines_by_source=lines_by_source)
 
 
@@ -144,56 +149,50 @@ def _final_exceptions(kinds: list[str], frames: list[int]) -> list[bool]:
 
 
 def build_inverse(trace: Trace, fwd: ForwardTree) -> InverseTree:
-    """The inverse tree of a forward tree (iterative; the work stack grows with depth only)."""
-    kinds = trace.kinds
+    """The inverse tree of a forward tree, in one backward pass over the events.
+
+    Why one pass suffices: a forward subtree is the contiguous range [x, over[x] - 1], so walking the
+    events backwards visits every level reversed with each callee's states before their calling
+    line; the inv_line_call copy of x goes right before x's last descendant (outer copies first), and
+    its plain copy comes at x's own place. In inverse pre-order, the first node after k's subtree —
+    inv_step_over — is k + 1 for a plain node and the plain copy for an inv_line_call.
+    """
+    kinds, f_parent, f_over, has_children = trace.kinds, fwd.parent, fwd.over, fwd.has_children
     n = fwd.n
+    copies_before: dict[int, list[int]] = {}  # last descendant -> calling nodes ending there, outer first
+    for x in range(n):
+        if has_children[x]:
+            end = f_over[x] - 1
+            if end in copies_before:
+                copies_before[end].append(x)
+            else:
+                copies_before[end] = [x]
     inv_kind: list[str] = []
     inv_event: list[int] = []
-    inv_parent: list[int] = []
     of_event = [-1] * n
-    has_children, last_child, prev_sib = fwd.has_children, fwd.last_child, fwd.prev_sib
-    # Work items: (forward node, inverse parent, plain): visit `node` and then its previous siblings;
-    # plain=True means the inv_line_call copy of `node` is done and its plain copy comes next.
-    work: list[tuple[int, int, bool]] = [(prev_sib[n], -1, False)]
-    while work:
-        node, ip, plain = work.pop()
-        if node == -1:
-            continue
-        if has_children[node] and not plain:
+    copy_of: dict[int, int] = {}  # calling node -> its inv_line_call node
+    for e in range(n - 1, -1, -1):
+        for x in copies_before.get(e, ()):
+            copy_of[x] = len(inv_kind)
             inv_kind.append(INV_LINE_CALL)
-            inv_event.append(node)
-            inv_parent.append(ip)
-            work.append((node, ip, True))
-            work.append((last_child[node], len(inv_kind) - 1, False))
-            continue
-        of_event[node] = len(inv_kind)
-        inv_kind.append(INV_KIND[kinds[node]])
-        inv_event.append(node)
-        inv_parent.append(ip)
-        work.append((prev_sib[node], ip, False))
+            inv_event.append(x)
+        of_event[e] = len(inv_kind)
+        inv_kind.append(INV_KIND[kinds[e]])
+        inv_event.append(e)
+    entry = len(inv_kind)
     inv_kind.append(INV_ENTRY)
     inv_event.append(-1)
-    inv_parent.append(-1)
-    m = len(inv_kind)
-    next_sib = [-1] * m
-    tails: dict[int, int] = {}
-    for k in range(m):
-        tail = tails.get(inv_parent[k], -1)
-        if tail != -1:
-            next_sib[tail] = k
-        tails[inv_parent[k]] = k
-    entry = m - 1
-    over = [entry] * m
-    for k in range(m):
-        if next_sib[k] != -1:
-            over[k] = next_sib[k]
-        elif inv_parent[k] != -1:
-            over[k] = over[inv_parent[k]]
-    call = list(over)
+    parent = [-1] * (entry + 1)
+    over = list(range(1, entry + 2))
+    over[entry] = entry
+    call = [entry] * (entry + 1)
     act_call = fwd.act_call
-    for k in range(m - 1):
-        target = of_event[act_call[inv_event[k]]]
-        if target != k:  # on the call node itself, inv_step_call moves like inv_step_over
-            call[k] = target
-    return InverseTree(kind=inv_kind, event=inv_event, parent=inv_parent, next_sib=next_sib, over=over,
-                       call=call, of_event=of_event)
+    for k in range(entry):
+        e = inv_event[k]
+        if f_parent[e] != -1:
+            parent[k] = copy_of[f_parent[e]]
+        if inv_kind[k] == INV_LINE_CALL:
+            over[k] = of_event[e]
+        target = of_event[act_call[e]]
+        call[k] = target if target != k else over[k]  # on the call node itself: like inv_step_over
+    return InverseTree(kind=inv_kind, event=inv_event, parent=parent, over=over, call=call, of_event=of_event)

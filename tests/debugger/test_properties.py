@@ -147,16 +147,30 @@ def test_inv_step_into_visits_every_state_in_reverse_calling_lines_twice(trace):
 def test_inv_step_over_skips_to_the_plain_copy_and_the_level_ends_at_the_entry(trace):
     fwd = build_forward(trace)
     inv = build_inverse(trace, fwd)
+    small = len(inv.kind) <= 300
     for k in range(len(inv.kind) - 1):
         landing = A.inv_step_over(inv, k)
         if inv.kind[k] == "inv_line_call":
             assert (inv.kind[landing], inv.event[landing]) == (
                 "inv_" + trace.kinds[inv.event[k]], inv.event[k])
         assert landing > k
+        if small:
+            assert landing == _reference_inv_over(inv, k)
     walk = [0]
     while walk[-1] != inv.entry:
         walk.append(A.inv_step_over(inv, walk[-1]))
     assert all(inv.parent[k] == -1 for k in walk)
+
+
+def _reference_inv_over(inv, k: int) -> int:
+    """DESIGN §6 inv_step_over from the words: the next node at the level, else one level up."""
+    while True:
+        later = [j for j in range(k + 1, len(inv.kind)) if inv.parent[j] == inv.parent[k]]
+        if later:
+            return later[0]
+        if inv.parent[k] == -1:
+            return inv.entry
+        k = inv.parent[k]
 
 
 @SETTINGS

@@ -68,7 +68,10 @@ BAD_ROWS = [
       "events": [{"event": "call", "frame_id": 0, "source": "", "locals": 5, "arg": None}]}, "MalformedTrace"),
     ({"trace_id": "dots", "source_id": "s", "exit": "normal",
       "events": [{"event": "call", "frame_id": 0, "source": "", "locals": [("..", "1")], "arg": None},
-                 {"event": "return", "frame_id": 0, "source": "", "locals": [], "arg": "1"}]}, "ValueError"),
+                 {"event": "return", "frame_id": 0, "source": "", "locals": [], "arg": "1"}]}, "MalformedTrace"),
+    ({"trace_id": "arg", "source_id": "s", "exit": "normal",
+      "events": [{"event": "call", "frame_id": 0, "source": "", "locals": [], "arg": None},
+                 {"event": "return", "frame_id": 0, "source": "", "locals": [], "arg": 7}]}, "MalformedTrace"),
     ("not a row", "MalformedTrace"),
 ]
 
