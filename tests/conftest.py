@@ -1,7 +1,6 @@
 """Shared fixtures: the bundled examples, a local Ray session, sandbox availability."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,3 @@ def ray_local():
     start_ray(None, 2)
     yield ray
     ray.shutdown()
-
-
-def needs_bwrap():
-    return pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
