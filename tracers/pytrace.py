@@ -16,6 +16,7 @@ TRACER_VERSION = "1"
 EVENT_FIELDS = ("index", "event", "frame_id", "parent_frame_id", "depth", "lineno", "function",
                 "source", "locals", "arg")
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), complex)
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # built once: json.dumps(**kw) rebuilds it per call
 
 
 class Budgets:
@@ -152,7 +153,7 @@ class Tracer:
             self._source_line(code, lineno), self._locals(frame, state[3]),
             None if event in ("call", "line") else self._repr(arg),
         ]
-        line = json.dumps(record, separators=(",", ":"))
+        line = _encode(record)
         if outcome.n_bytes + len(line) > budgets.max_bytes:
             self._stop("max_bytes")
         self._write(line)
