@@ -28,7 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
     functions.add_argument("--max-events", type=int, default=TraceSettings.max_events)
     functions.add_argument("--max-seconds", type=float, default=TraceSettings.max_seconds)
     functions.add_argument("--record-timeout", type=float, default=TraceSettings.record_timeout_s)
+    functions.add_argument("--per-trace", type=int, default=JobConfig.per_trace,
+                           help="trajectories per trace and direction")
     _add_run_options(functions)
+
+    resample = commands.add_parser("trajectories", help="re-sample trajectories from stored traces")
+    resample.add_argument("--traces", required=True, help="a dataset (the --out of a tracing job)")
+    resample.add_argument("--per-trace", type=int, default=JobConfig.per_trace,
+                          help="trajectories per trace and direction")
+    _add_run_options(resample)
 
     inspect = commands.add_parser("inspect", help="summarise a dataset")
     inspect.add_argument("out", help="dataset directory or URI")
@@ -46,10 +54,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "trace-functions":
             from pipeline.functions_job import trace_functions_job
             config = JobConfig(sandbox=args.sandbox, chunk_size=args.chunk_size, seed=args.seed,
+                               per_trace=args.per_trace,
                                trace=TraceSettings(max_events=args.max_events, max_seconds=args.max_seconds,
                                                    record_timeout_s=args.record_timeout))
             trace_functions_job(args.input, args.out, config, workers=args.workers, address=args.ray_address,
                                 overwrite=args.overwrite)
+            from pipeline.inspect import summarize
+            print(summarize(args.out))
+            return 0
+        if args.command == "trajectories":
+            from pipeline.resample_job import resample_job
+            resample_job(args.traces, args.out, seed=args.seed, per_trace=args.per_trace, workers=args.workers,
+                         address=args.ray_address, overwrite=args.overwrite)
             from pipeline.inspect import summarize
             print(summarize(args.out))
             return 0

@@ -126,3 +126,19 @@ def test_the_cli_names_a_missing_input(tmp_path):
                              str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o")],
                             capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 2 and "nope.jsonl" in result.stderr and "--input" in result.stderr
+
+
+def test_trajectories_resample_from_stored_traces_without_retracing(dataset, tmp_path):
+    from pipeline.resample_job import resample_job
+
+    out, manifest = dataset
+    same = resample_job(out, str(tmp_path / "same"), seed=CONFIG.seed, per_trace=CONFIG.per_trace)
+    other = resample_job(out, str(tmp_path / "other"), seed=CONFIG.seed + 1, per_trace=1)
+    original = pl.read_parquet(f"{out}/trajectories/*.parquet").sort("trajectory_id")
+    again = pl.read_parquet(f"{tmp_path}/same/trajectories/*.parquet").sort("trajectory_id")
+    assert original.select("trajectory_id", "text").equals(again.select("trajectory_id", "text"))
+    assert same["tables"]["traces"]["rows"] == 0
+    n_traces = manifest["tables"]["traces"]["rows"]
+    assert other["tables"]["trajectories"]["rows"] == 2 * n_traces  # forward + inverse, one each
+    fresh = set(pl.read_parquet(f"{tmp_path}/other/trajectories/*.parquet")["trajectory_id"])
+    assert fresh.isdisjoint(set(original["trajectory_id"]))
