@@ -210,8 +210,10 @@ def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: 
     nodes, actions = [node], []
     moves = walker.moves(direction)
     limit = config.max_actions
+    uniform, bounds, values, total = rng.random, component.bounds, component.values, component.total
+    last = len(values) - 1
     while node != end and len(actions) < limit:
-        name = component(rng)
+        name = values[min(bisect_right(bounds, uniform() * total), last)]  # = component(rng), inlined
         if name == "breakpoint":
             target = walker.breakpoint_target(node, rng, config.breakpoint_miss_rate)
             if target is None:

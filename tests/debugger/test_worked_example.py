@@ -53,3 +53,19 @@ def test_the_design_illustration_round_trips(worked_trace):
     assert '<|line_sep|><|src_sep|>    d = c - a<|arg_sep|>{"..": "..", "c": "9"}' in text
     assert '{"a": "3", "b": "4", "c": "9", "d": "6", "i": "0"}' in text  # full locals at the breakpoint
     assert text.endswith('<|arg_sep|>"7"<|action_sep|><|continue|><|frame_sep|><|exit_normal|><|trace_end|>')
+
+
+def test_the_grammar_doc_shows_what_the_serializer_writes(worked_trace):
+    """schemas/trajectories.md's forward example is this serializer's output, byte for byte."""
+    from pathlib import Path
+
+    from pipeline.debugger import pretty
+
+    doc = (Path(__file__).resolve().parents[2] / "schemas" / "trajectories.md").read_text(encoding="utf-8")
+    tree = build_forward(worked_trace)
+    actions = [Action("step_into"), Action("step_over"), Action("step_over"),
+               Action("breakpoint", "        d += i"), Action("step_return"), Action("continue")]
+    nodes = [0]
+    for action in actions:
+        nodes.append(A.apply_forward(tree, nodes[-1], action.name, action.target))
+    assert pretty(serialize(forward_episode(worked_trace, tree, nodes, actions))) in doc
