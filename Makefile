@@ -17,6 +17,7 @@ run: $(STAMP)
 	$(VENV)/bin/tracegen trace-functions --input examples/functions.jsonl --out $(OUT) --overwrite
 
 test: $(STAMP)
+	cd go_harness && go test ./...
 	$(PY) -m pytest -q
 
 clean:
