@@ -2,7 +2,7 @@
 
 from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxResult
 
-BACKENDS = ("bwrap", "process")
+BACKENDS = ("bwrap", "docker", "process")
 
 
 def make_sandbox(name: str, limits: SandboxLimits | None = None) -> Sandbox:
@@ -10,6 +10,9 @@ def make_sandbox(name: str, limits: SandboxLimits | None = None) -> Sandbox:
     if name == "bwrap":
         from pipeline.sandbox.bwrap import BwrapSandbox
         return BwrapSandbox(limits or SandboxLimits())
+    if name == "docker":
+        from pipeline.sandbox.docker import DockerSandbox
+        return DockerSandbox(limits or SandboxLimits())
     if name == "process":
         from pipeline.sandbox.process import ProcessSandbox
         return ProcessSandbox(limits or SandboxLimits())

@@ -1,0 +1,216 @@
+"""The `docker` backend: one throwaway container per command, through the Docker API (docker-py).
+
+Each container: the sandbox image (pipeline/sandbox/image.py), a read-only root, a private /tmp (tmpfs), the
+caller's binds at their own paths (only those asked writable are), a non-root per-worker uid, every capability
+dropped, no-new-privileges, Docker's default seccomp profile, memory (no swap), pids and CPU limits in its
+cgroup, rlimits for file size, CPU time and open files, and no network unless asked for (then the default
+bridge, for the install step). A tiny init (Docker's, `init=True`) is PID 1, so signals and exit statuses
+behave as they do outside. The wall clock is enforced from here: past it the container is killed. The
+container is always removed. The environment is exactly PATH, HOME=/tmp and what the caller gives.
+
+stdout and stderr go to two files in a private host directory bound into the container, under the file size
+rlimit, so printing without end costs at most `file_bytes` of disk per stream and no engine log; the backend
+keeps their tails. Containers carry the label `org.tracegen.sandbox`, so a crashed host process leaves
+nothing that `docker container prune --filter label=org.tracegen.sandbox` cannot find.
+
+Go: when the image carries no Go toolchain (Dockerfile GO_IMAGE unset) and the host has one at `goroot`
+(default /usr/local/go), it is bound read-only at the same path, and /usr/local/go/bin is on the default PATH.
+"""
+
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxResult
+from pipeline.sandbox.bwrap import sandbox_uid
+from pipeline.sandbox.image import DEFAULT_BASE_IMAGE, connect, ensure_image
+
+IMAGE_PYTHON = "/usr/bin/python3"
+DEFAULT_PATH = "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"
+LABEL = "org.tracegen.sandbox"
+NOFILE = 1024
+
+
+@dataclass
+class DockerSandbox(Sandbox):
+    """Runs commands in containers of the sandbox image.
+
+    image: use this image as it is (a prebuilt tag, e.g. pushed for a cluster); None builds the Dockerfile
+    on `base_image` (with Go from `go_image`, if given) and uses the result. Defaults come from the
+    environment: TRACEGEN_SANDBOX_IMAGE, TRACEGEN_BASE_IMAGE, TRACEGEN_GO_IMAGE.
+    """
+
+    image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_SANDBOX_IMAGE") or None)
+    base_image: str = field(default_factory=lambda: os.environ.get("TRACEGEN_BASE_IMAGE", DEFAULT_BASE_IMAGE))
+    go_image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_GO_IMAGE") or None)
+    goroot: str | None = "/usr/local/go"
+    cpus: float = 1.0
+    tmp_bytes: int = 512 << 20
+    name = "docker"
+
+    def __post_init__(self):
+        if self.cpus <= 0 or self.tmp_bytes <= 0:
+            raise ValueError(f"cpus and tmp_bytes must be positive, got {self.cpus!r} and {self.tmp_bytes!r}")
+        self.client = connect()
+        if self.image is None:
+            self.image = ensure_image(self.client, self.base_image, self.go_image)
+        labels = self._image_labels()
+        self.image_has_go = labels.get("org.tracegen.go-image", "") not in ("", labels.get("org.tracegen.base-image"))
+
+    def _image_labels(self) -> dict:
+        import docker.errors
+
+        try:
+            return self.client.images.get(self.image).labels or {}
+        except docker.errors.ImageNotFound as error:
+            raise RuntimeError(f"sandbox 'docker': image {self.image!r} is not in the engine; build it "
+                               "(unset TRACEGEN_SANDBOX_IMAGE to build it from the Dockerfile)") from error
+
+    @property
+    def python(self) -> str:
+        return IMAGE_PYTHON
+
+    @property
+    def uid(self) -> int:
+        """The container's uid: a per-worker unprivileged uid when we are root, else our own."""
+        return sandbox_uid() if os.geteuid() == 0 else os.getuid()
+
+    def run(self, argv: list[str], *, binds: list[Bind] = (), env: dict[str, str] | None = None,
+            cwd: str = "/", network: bool = False, limits: SandboxLimits | None = None) -> SandboxResult:
+        limits = limits or self.limits
+        binds = list(binds)
+        if not argv:
+            raise ValueError("sandbox 'docker': argv is empty")
+        for bind in binds:
+            if not os.path.isabs(bind.path) or not os.path.exists(bind.path):
+                raise ValueError(f"sandbox 'docker': bind {bind.path!r} must be an existing absolute path")
+        io_dir = tempfile.mkdtemp(prefix="tracegen-io-")
+        try:
+            if os.geteuid() == 0:
+                for path in [io_dir] + [bind.path for bind in binds if bind.writable]:
+                    os.chown(path, self.uid, self.uid)
+            container = self._create(argv, binds, dict(env or {}), cwd, network, limits, io_dir)
+            try:
+                returncode, cause, wall_s, oom = self._start_and_wait(container, limits)
+            finally:
+                self._remove(container)
+            stdout = os.path.join(io_dir, "stdout")
+            stderr = os.path.join(io_dir, "stderr")
+            cause = cause or _cause(returncode, oom, limits, stdout, stderr)
+            return SandboxResult(returncode, cause, wall_s, _tail(stdout, limits.output_tail_bytes),
+                                 _tail(stderr, limits.output_tail_bytes))
+        finally:
+            shutil.rmtree(io_dir, ignore_errors=True)
+
+    def create_kwargs(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
+                      network: bool, limits: SandboxLimits, io_dir: str) -> dict:
+        """The arguments of `containers.create` for one command (everything the isolation consists of)."""
+        from docker.types import Mount, Ulimit
+
+        mounts = [Mount(io_dir, io_dir, type="bind")]
+        if self.goroot and not self.image_has_go and os.path.isdir(self.goroot):
+            mounts.append(Mount(self.goroot, self.goroot, type="bind", read_only=True))
+        mounts += [Mount(bind.path, bind.path, type="bind", read_only=not bind.writable) for bind in binds]
+        environment = {"PATH": DEFAULT_PATH, "HOME": "/tmp", **env}
+        for key in environment:
+            if not key or "=" in key or "\0" in key + environment[key]:
+                raise ValueError(f"sandbox 'docker': bad environment variable {key!r}")
+        # sh sends the two streams to files; env -i then gives the command exactly this environment.
+        redirect = f'exec "$@" >{shlex.quote(io_dir + "/stdout")} 2>{shlex.quote(io_dir + "/stderr")}'
+        command = ["/bin/sh", "-c", redirect, "sh",
+                   "/usr/bin/env", "-i", *(f"{key}={value}" for key, value in environment.items()), *argv]
+        memory = limits.memory_bytes
+        return dict(
+            image=self.image, command=command, entrypoint=[], working_dir=cwd,
+            user=f"{self.uid}:{self.uid}", environment={"PATH": DEFAULT_PATH, "HOME": "/tmp"},
+            labels={LABEL: "1"}, hostname="sandbox", init=True, detach=True,
+            stdin_open=False, tty=False,
+            network_mode="bridge" if network else "none",
+            read_only=True, mounts=mounts,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={min(self.tmp_bytes, memory)},mode=1777"},
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
+            mem_limit=memory, memswap_limit=memory, shm_size=min(64 << 20, memory), oom_score_adj=1000,
+            pids_limit=limits.nproc, nano_cpus=int(self.cpus * 1e9),
+            ulimits=[Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
+                     Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s + 1),
+                     Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
+                     Ulimit(name="core", soft=0, hard=0)],
+            log_config={"type": "none", "config": {}},
+        )
+
+    def _create(self, argv, binds, env, cwd, network, limits, io_dir):
+        import docker.errors
+
+        kwargs = self.create_kwargs(list(argv), binds, env, cwd, network, limits, io_dir)
+        try:
+            return self.client.containers.create(**kwargs)
+        except docker.errors.DockerException as error:
+            raise RuntimeError(f"sandbox 'docker': the engine refused to create the container: {error}") from error
+
+    def _start_and_wait(self, container, limits: SandboxLimits) -> tuple[int, str | None, float, bool]:
+        """Start, wait up to the wall clock, kill past it; returns (exit status, cause, seconds, OOM killed)."""
+        import docker.errors
+        import requests.exceptions
+
+        cause = None
+        try:
+            start = time.monotonic()
+            container.start()
+            try:
+                status = container.wait(timeout=limits.wall_s)
+            except requests.exceptions.RequestException:
+                cause = f"wall-clock limit of {limits.wall_s:g}s exceeded"
+                try:
+                    container.kill()
+                except docker.errors.APIError:
+                    pass  # it ended by itself meanwhile
+                status = container.wait(timeout=60)
+            wall_s = time.monotonic() - start
+            container.reload()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+            raise RuntimeError(f"sandbox 'docker': the engine failed while running the container: {error}") from error
+        state = container.attrs.get("State", {})
+        return int(status.get("StatusCode", -1)), cause, wall_s, bool(state.get("OOMKilled"))
+
+    def _remove(self, container) -> None:
+        import docker.errors
+
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError:
+            pass  # e.g. "removal already in progress"; the label lets a prune find any leftover
+
+
+def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs: str) -> str | None:
+    """Why a command that was not killed at the wall clock ended, or None when it exited by itself."""
+    if oom:
+        return f"out of memory (OOM killed): memory limit of {limits.memory_bytes} bytes"
+    if any(os.path.exists(path) and os.path.getsize(path) >= limits.file_bytes for path in outputs):
+        return f"output limit of {limits.file_bytes} bytes exceeded"
+    if returncode == 128 + signal.SIGXFSZ:
+        return f"file size limit of {limits.file_bytes} bytes exceeded"
+    if returncode == 128 + signal.SIGXCPU:
+        return f"CPU time limit of {limits.cpu_s}s exceeded"
+    # Docker's init exits with 128 + the signal that ended the command.
+    if 128 < returncode < 128 + signal.NSIG:
+        number = returncode - 128
+        try:
+            return f"killed by signal {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return None
+
+
+def _tail(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - limit))
+            return handle.read(limit)
+    except OSError:
+        return b""

@@ -1,0 +1,35 @@
+"""Fixtures of the sandbox tests: a Docker engine and the sandbox image, once per session.
+
+Without an engine the Docker tests are skipped with the reason, except under CI=true, where an engine is
+part of the contract (.ci/run starts one) and its absence fails them.
+"""
+
+import os
+
+import pytest
+
+from pipeline.sandbox import SandboxLimits
+
+# Small limits keep the bombs quick; each test narrows what it needs further.
+TEST_LIMITS = SandboxLimits(wall_s=20.0, memory_bytes=256 << 20, cpu_s=30, nproc=64, file_bytes=16 << 20,
+                            output_tail_bytes=4096)
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    from pipeline.sandbox.image import connect
+
+    try:
+        return connect(timeout=10)
+    except RuntimeError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no Docker engine: {error}")
+        pytest.skip(f"no Docker engine answers: {error}")
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox(docker_client):
+    """The docker backend on the image of this tree (the first session builds the base: minutes, once)."""
+    from pipeline.sandbox.docker import DockerSandbox
+
+    return DockerSandbox(TEST_LIMITS)
