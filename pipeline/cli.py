@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from pipeline.config import JobConfig
+from pipeline.job import JobIncomplete
 from pipeline.sandbox import BACKENDS
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"tracegen: error: {error}", file=sys.stderr)
         return 2
+    except JobIncomplete as error:
+        print(f"tracegen: incomplete: {error}", file=sys.stderr)
+        return 1
     return 2
 
 

@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from pipeline.debugger.policy import PolicyConfig
+from pipeline.dedup import DedupSettings
 from pipeline.sandbox import BACKENDS
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -23,6 +24,7 @@ class JobConfig:
     per_trace: int = 2
     trace: TraceSettings = field(default_factory=TraceSettings)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    dedup: DedupSettings = field(default_factory=DedupSettings)
 
     def __post_init__(self):
         if self.sandbox not in BACKENDS:

@@ -3,6 +3,7 @@
 Layout under the root (a local path or any URI `pyarrow.fs` resolves):
     {table}/part-{unit:05d}-{seq:04d}.parquet   shards, written by the units
     _units/{unit:05d}.json                       completion record of a unit (its shards and counters)
+    stats.json                                   per stage in/out/dropped/seconds, per table rows and bytes
     manifest.json                                the dataset: config, per-table shards and totals, stats
 A unit whose completion record exists for the same config hash is finished and is skipped on re-run.
 """
@@ -93,8 +94,11 @@ def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
 
 
 def write_manifest(fs: pafs.FileSystem, root: str, records: list[UnitRecord], *, config: dict,
-                   config_hash: str, code_version: str, stage_seconds: dict | None = None) -> dict:
-    """Assemble the manifest from the units' completion records and write it last."""
+                   config_hash: str, code_version: str, failed_units: dict[str, str] | None = None) -> dict:
+    """Assemble the manifest from the units' completion records; write `stats.json`, then the manifest last.
+
+    Units that failed are listed (`failed_units`) and contribute nothing; a re-run completes them.
+    """
     tables = {}
     for name, module in TABLES.items():
         shards = sorted((info for record in records for info in record.shards.get(name, [])),
@@ -113,8 +117,13 @@ def write_manifest(fs: pafs.FileSystem, root: str, records: list[UnitRecord], *,
         "config": config,
         "seed": config.get("seed"),
         "units": len(records),
+        "failed_units": dict(sorted((failed_units or {}).items())),
         "tables": tables,
         "stats": merge_counters([record.counters for record in records]),
     }
+    stats = {"stages": manifest["stats"], "failed_units": manifest["failed_units"],
+             "tables": {name: {"rows": t["rows"], "bytes": t["bytes"], "shards": len(t["shards"])}
+                        for name, t in tables.items()}}
+    write_text(fs, f"{root}/stats.json", json.dumps(stats, indent=2, sort_keys=True))
     write_text(fs, f"{root}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True))
     return manifest

@@ -7,10 +7,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from pipeline.config import JobConfig
-from pipeline.dataset import open_root, read_manifest, write_text
+from pipeline.dataset import open_root, read_manifest, write_manifest, write_text
 from pipeline.executor import Produce, Unit, execute_unit
 from pipeline.orchestrate import TerminalProgress, run_units
-from pipeline.dataset import write_manifest
 
 
 def code_version() -> str:
@@ -62,7 +61,16 @@ def run_job(units: Sequence[Unit], produce: Produce, out: str, config: JobConfig
     prepare_output(out, config_hash, overwrite)
     work = functools.partial(execute_unit, produce=produce, out=out, config_hash=config_hash,
                              zstd_level=config.zstd_level)
-    records = run_units(units, work, address=address, workers=workers, progress=TerminalProgress())
+    records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress())
     fs, root = open_root(out)
-    return write_manifest(fs, root, records, config=config.as_dict(), config_hash=config_hash,
-                          code_version=code_version())
+    manifest = write_manifest(fs, root, records, config=config.as_dict(), config_hash=config_hash,
+                              code_version=code_version(), failed_units=failed)
+    if failed:
+        raise JobIncomplete(f"{len(failed)} of {len(units)} units failed ({', '.join(sorted(failed)[:5])}...); "
+                            f"the dataset at {out!r} holds the others; run the same command again to "
+                            f"complete it (finished units are skipped)")
+    return manifest
+
+
+class JobIncomplete(RuntimeError):
+    """Some units failed even after Ray's retries; the manifest lists them and holds everything else."""

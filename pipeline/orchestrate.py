@@ -33,46 +33,69 @@ def start_ray(address: str | None, workers: int | None) -> None:
 
 
 def run_units(units: Sequence[Unit], work: Callable[[Unit], UnitRecord], *, address: str | None = None,
-              workers: int | None = None, progress: Callable[[UnitRecord, int, int], None] | None = None
-              ) -> list[UnitRecord]:
-    """Run `work` on every unit as Ray tasks; returns the completion records in unit order."""
+              workers: int | None = None, progress: "TerminalProgress | None" = None
+              ) -> tuple[list[UnitRecord], dict[str, str]]:
+    """Run `work` on every unit as Ray tasks (retried by Ray when a worker dies).
+
+    Returns the completion records in unit order, and {unit_id: error} for units whose task still failed:
+    one broken unit never stops the others.
+    """
     import ray
 
     start_ray(address, workers)
     remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(_call)
     work_ref = ray.put(work)
-    pending = {remote.remote(work_ref, unit): unit.index for unit in units}
+    pending = {remote.remote(work_ref, unit): unit for unit in units}
     records: dict[int, UnitRecord] = {}
+    failed: dict[str, str] = {}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
-            index = pending.pop(ref)
-            records[index] = ray.get(ref)
+            unit = pending.pop(ref)
+            try:
+                records[unit.index] = ray.get(ref)
+            except ray.exceptions.RayError as error:
+                failed[unit.unit_id] = f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:500]}"
             if progress is not None:
-                progress(records[index], len(records), len(units))
-    return [records[unit.index] for unit in units]
+                progress.update(records.get(unit.index), len(records), len(failed), len(units))
+    return [records[unit.index] for unit in units if unit.index in records], failed
 
 
-def _call(work: Callable[[Unit], UnitRecord], unit: Unit) -> UnitRecord:
-    return work(unit)
+def map_tasks(fn: Callable, items: Sequence, *, address: str | None = None, workers: int | None = None) -> list:
+    """fn(item) for every item as Ray tasks; results in item order."""
+    import ray
+
+    start_ray(address, workers)
+    remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_call)
+    fn_ref = ray.put(fn)
+    return ray.get([remote.remote(fn_ref, item) for item in items])
+
+
+def _call(fn: Callable, item):
+    """The one remote function: applies a (pickled once, shared) callable to one item."""
+    return fn(item)
 
 
 class TerminalProgress:
-    """A one-line progress report on stderr (units done/total, rows, rate, ETA); silent off a terminal."""
+    """One line on stderr: units done/failed/total, rows written, events/s, ETA; silent off a terminal."""
 
     def __init__(self, stream=sys.stderr):
         self.stream = stream
         self.started = time.monotonic()
         self.rows = 0
+        self.events = 0
 
-    def __call__(self, record: UnitRecord, done: int, total: int) -> None:
-        self.rows += sum(info.rows for infos in record.shards.values() for info in infos)
+    def update(self, record: UnitRecord | None, done: int, failed: int, total: int) -> None:
+        if record is not None:
+            self.rows += sum(info.rows for infos in record.shards.values() for info in infos)
+            self.events += record.counters.get("trace", {}).get("events", 0)
         if not self.stream.isatty():
             return
-        elapsed = time.monotonic() - self.started
-        eta = elapsed / done * (total - done)
-        self.stream.write(f"\r  units {done}/{total}  rows {self.rows}  {elapsed:.0f}s elapsed  "
-                          f"eta {eta:.0f}s ")
-        if done == total:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        finished = done + failed
+        eta = elapsed / finished * (total - finished)
+        self.stream.write(f"\r  units {done} done, {failed} failed, {total} total  rows {self.rows}  "
+                          f"{self.events / elapsed:,.0f} events/s  eta {eta:.0f}s ")
+        if finished == total:
             self.stream.write("\n")
         self.stream.flush()

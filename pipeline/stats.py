@@ -14,6 +14,7 @@ class StageCounters:
         self.n_out = 0
         self.dropped = Counter()
         self.seconds = 0.0
+        self.events = 0  # trace events produced (tracing stages), for events/s
 
     @contextmanager
     def timed(self):
@@ -28,7 +29,7 @@ class StageCounters:
 
     def as_dict(self) -> dict:
         return {"in": self.n_in, "out": self.n_out, "dropped": dict(sorted(self.dropped.items())),
-                "seconds": round(self.seconds, 6)}
+                "seconds": round(self.seconds, 6), "events": self.events}
 
 
 def merge_counters(per_unit: list[dict]) -> dict:
@@ -36,9 +37,10 @@ def merge_counters(per_unit: list[dict]) -> dict:
     merged: dict = {}
     for counters in per_unit:
         for stage, values in counters.items():
-            into = merged.setdefault(stage, {"in": 0, "out": 0, "dropped": {}, "seconds": 0.0})
+            into = merged.setdefault(stage, {"in": 0, "out": 0, "dropped": {}, "seconds": 0.0, "events": 0})
             into["in"] += values["in"]
             into["out"] += values["out"]
+            into["events"] += values.get("events", 0)
             into["seconds"] = round(into["seconds"] + values["seconds"], 6)
             for reason, n in values["dropped"].items():
                 into["dropped"][reason] = into["dropped"].get(reason, 0) + n

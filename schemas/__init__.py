@@ -4,13 +4,18 @@ Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc
 `VERSION` (bumped on any change). Writers always use these schemas; nothing is inferred from rows.
 """
 
-from schemas import failures, traces, trajectories
+from schemas import duplicates, failures, traces, trajectories
+from schemas import go_next_event, go_runs, go_traces
 from schemas.fields import doc_of
 
 TABLES = {
     "traces": traces,
     "failures": failures,
     "trajectories": trajectories,
+    "duplicates": duplicates,
+    "go_runs": go_runs,
+    "go_next_event": go_next_event,
+    "go_traces": go_traces,
 }
 
 

@@ -101,6 +101,7 @@ def trace_functions(records: list[FunctionRecord], sandbox: Sandbox, settings: T
                 record.input_ref, result.stderr_tail.decode("utf-8", "replace") or None)
             pending = pending[complete + 1:]
     counters.n_out = len(rows)
+    counters.events = sum(row["n_events"] for row in rows.values())
     for failure in failures.values():
         counters.drop(failure["error_type"])
     ordered_failures = [failures[i] for i in sorted(failures)]
