@@ -5,6 +5,7 @@ part of the contract (.ci/run starts one) and its absence fails them.
 """
 
 import os
+import socket
 
 import pytest
 
@@ -33,3 +34,13 @@ def docker_sandbox(docker_client):
     from pipeline.sandbox.docker import DockerSandbox
 
     return DockerSandbox(TEST_LIMITS)
+
+
+@pytest.fixture
+def host_listener():
+    """The port of a TCP server on the host's loopback, which no sandbox may reach."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    yield server.getsockname()[1]
+    server.close()
