@@ -9,6 +9,7 @@ what makes the process limit stop a fork bomb. Killing bwrap kills everything in
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 
 from pipeline.sandbox.base import Bind, CommandSandbox, SandboxLimits
@@ -17,6 +18,7 @@ SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64")
 UID_BASE = 200_000
 UID_SPAN = 100_000
+REAP_TIMEOUT_S = 10.0
 
 
 def sandbox_uid() -> int:
@@ -28,6 +30,25 @@ def interpreter_binds() -> list[str]:
     """Directories the host's Python interpreter needs when it lives outside the system dirs."""
     prefix = os.path.realpath(sys.base_prefix)
     return [] if prefix.startswith(SYSTEM_DIRS) else [prefix]
+
+
+def processes_of(uid: int) -> list[int]:
+    """Pids whose real uid is `uid` (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def wait_until_gone(uid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def traversable_parents(path: str) -> list[str]:
@@ -48,6 +69,17 @@ class BwrapSandbox(CommandSandbox):
         if shutil.which("bwrap") is None:
             raise RuntimeError("sandbox 'bwrap' needs bubblewrap: install it (apt-get install bubblewrap) "
                                "or choose another sandbox")
+
+    def run(self, argv, **kwargs):
+        """As CommandSandbox.run, but returns only once every process of the sandbox uid is gone.
+
+        Killing bwrap tears its pid namespace down asynchronously; a process still exiting would count
+        against RLIMIT_NPROC of this worker's next sandbox.
+        """
+        result = super().run(argv, **kwargs)
+        if os.geteuid() == 0:
+            wait_until_gone(sandbox_uid(), REAP_TIMEOUT_S)
+        return result
 
     def prepare(self, binds: list[Bind]) -> None:
         if os.geteuid() == 0:
@@ -71,7 +103,8 @@ class BwrapSandbox(CommandSandbox):
                 command += ["--symlink", os.readlink(link), link]
             elif os.path.isdir(link):
                 command += ["--ro-bind", link, link]
-        command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        command += ["--proc", "/proc", "--dev", "/dev",
+                    "--perms", "1777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"]
         for bind in binds:
             command += traversable_parents(bind.path)
             command += ["--bind" if bind.writable else "--ro-bind", bind.path, bind.path]
