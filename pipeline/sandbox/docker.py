@@ -8,6 +8,10 @@ bridge, for the install step). A tiny init (Docker's, `init=True`) is PID 1, so 
 behave as they do outside. The wall clock is enforced from here: past it the container is killed. The
 container is always removed. The environment is exactly PATH, HOME=/tmp and what the caller gives.
 
+The default bridge reaches the host's non-loopback addresses and private networks: where that matters (a Ray
+cluster listens on them), point `install_network` at a network whose traffic to the host and to private
+ranges the firewall drops.
+
 stdout and stderr go to two files in a private host directory bound into the container, under the file size
 rlimit, so printing without end costs at most `file_bytes` of disk per stream and no engine log; the backend
 keeps their tails. Containers carry the label `org.tracegen.sandbox`, so a crashed host process leaves
@@ -40,13 +44,15 @@ class DockerSandbox(Sandbox):
     """Runs commands in containers of the sandbox image.
 
     image: use this image as it is (a prebuilt tag, e.g. pushed for a cluster); None builds the Dockerfile
-    on `base_image` (with Go from `go_image`, if given) and uses the result. Defaults come from the
-    environment: TRACEGEN_SANDBOX_IMAGE, TRACEGEN_BASE_IMAGE, TRACEGEN_GO_IMAGE.
+    on `base_image` (with Go from `go_image`, if given) and uses the result. `install_network` is the Docker
+    network of commands run with network=True. Defaults come from the environment: TRACEGEN_SANDBOX_IMAGE,
+    TRACEGEN_BASE_IMAGE, TRACEGEN_GO_IMAGE, TRACEGEN_INSTALL_NETWORK.
     """
 
     image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_SANDBOX_IMAGE") or None)
     base_image: str = field(default_factory=lambda: os.environ.get("TRACEGEN_BASE_IMAGE", DEFAULT_BASE_IMAGE))
     go_image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_GO_IMAGE") or None)
+    install_network: str = field(default_factory=lambda: os.environ.get("TRACEGEN_INSTALL_NETWORK", "bridge"))
     goroot: str | None = "/usr/local/go"
     cpus: float = 1.0
     tmp_bytes: int = 512 << 20
@@ -88,21 +94,24 @@ class DockerSandbox(Sandbox):
         for bind in binds:
             if not os.path.isabs(bind.path) or not os.path.exists(bind.path):
                 raise ValueError(f"sandbox 'docker': bind {bind.path!r} must be an existing absolute path")
+        # The streams' files are made and held open here: the command may write them, not replace them (the
+        # directory stays root's), and the tails are read through these descriptors, never through a path
+        # the command could have turned into a symlink to a host file.
         io_dir = tempfile.mkdtemp(prefix="tracegen-io-")
         try:
-            if os.geteuid() == 0:
-                for path in [io_dir] + [bind.path for bind in binds if bind.writable]:
-                    os.chown(path, self.uid, self.uid)
-            container = self._create(argv, binds, dict(env or {}), cwd, network, limits, io_dir)
-            try:
-                returncode, cause, wall_s, oom = self._start_and_wait(container, limits)
-            finally:
-                self._remove(container)
-            stdout = os.path.join(io_dir, "stdout")
-            stderr = os.path.join(io_dir, "stderr")
-            cause = cause or _cause(returncode, oom, limits, stdout, stderr)
-            return SandboxResult(returncode, cause, wall_s, _tail(stdout, limits.output_tail_bytes),
-                                 _tail(stderr, limits.output_tail_bytes))
+            os.chmod(io_dir, 0o755)
+            with open(os.path.join(io_dir, "stdout"), "w+b") as out, open(os.path.join(io_dir, "stderr"), "w+b") as err:
+                if os.geteuid() == 0:
+                    for path in [out.name, err.name] + [bind.path for bind in binds if bind.writable]:
+                        os.chown(path, self.uid, self.uid)
+                container = self._create(argv, binds, dict(env or {}), cwd, network, limits, io_dir)
+                try:
+                    returncode, cause, wall_s, oom = self._start_and_wait(container, limits)
+                finally:
+                    self._remove(container)
+                cause = cause or _cause(returncode, oom, limits, out, err)
+                return SandboxResult(returncode, cause, wall_s, _tail(out, limits.output_tail_bytes),
+                                     _tail(err, limits.output_tail_bytes))
         finally:
             shutil.rmtree(io_dir, ignore_errors=True)
 
@@ -129,9 +138,9 @@ class DockerSandbox(Sandbox):
             user=f"{self.uid}:{self.uid}", environment={"PATH": DEFAULT_PATH, "HOME": "/tmp"},
             labels={LABEL: "1"}, hostname="sandbox", init=True, detach=True,
             stdin_open=False, tty=False,
-            network_mode="bridge" if network else "none",
+            network_mode=self.install_network if network else "none",
             read_only=True, mounts=mounts,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={min(self.tmp_bytes, memory)},mode=1777"},
+            tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={min(self.tmp_bytes, memory)},mode=1777"},
             cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
             mem_limit=memory, memswap_limit=memory, shm_size=min(64 << 20, memory), oom_score_adj=1000,
             pids_limit=limits.nproc, nano_cpus=int(self.cpus * 1e9),
@@ -187,11 +196,11 @@ class DockerSandbox(Sandbox):
             pass  # e.g. "removal already in progress"; the label lets a prune find any leftover
 
 
-def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs: str) -> str | None:
+def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs) -> str | None:
     """Why a command that was not killed at the wall clock ended, or None when it exited by itself."""
     if oom:
         return f"out of memory (OOM killed): memory limit of {limits.memory_bytes} bytes"
-    if any(os.path.exists(path) and os.path.getsize(path) >= limits.file_bytes for path in outputs):
+    if any(os.fstat(handle.fileno()).st_size >= limits.file_bytes for handle in outputs):
         return f"output limit of {limits.file_bytes} bytes exceeded"
     if returncode == 128 + signal.SIGXFSZ:
         return f"file size limit of {limits.file_bytes} bytes exceeded"
@@ -207,10 +216,7 @@ def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs: str) -> 
     return None
 
 
-def _tail(path: str, limit: int) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(path) - limit))
-            return handle.read(limit)
-    except OSError:
-        return b""
+def _tail(handle, limit: int) -> bytes:
+    size = os.fstat(handle.fileno()).st_size
+    handle.seek(max(0, size - limit))
+    return handle.read(limit)

@@ -25,7 +25,7 @@ def docker_client():
     except RuntimeError as error:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and no Docker engine: {error}")
-        pytest.skip(f"no Docker engine answers: {error}")
+        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ def inspect_while_running(sandbox, client, *, network: bool) -> tuple[dict, obje
 def test_container_configuration_seen_by_the_engine(docker_sandbox, docker_client, network):
     attrs, result = inspect_while_running(docker_sandbox, docker_client, network=network)
     host, config = attrs["HostConfig"], attrs["Config"]
-    assert host["NetworkMode"] == ("bridge" if network else "none")
+    assert host["NetworkMode"] == (docker_sandbox.install_network if network else "none")
     assert host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
     assert host["Privileged"] is False
@@ -89,6 +89,16 @@ def test_exit_status_and_stderr_tail_come_back(docker_sandbox):
     assert result.stdout_tail == b"out\n"
     assert len(result.stderr_tail) == docker_sandbox.limits.output_tail_bytes
     assert result.stderr_tail.endswith(b"boom")
+
+
+def test_output_files_cannot_be_swapped_for_a_host_file(docker_sandbox, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("host secret")
+    swap = (f'p=$(readlink /proc/self/fd/1); rm -f "$p"; ln -sf {secret} "$p"; mv "$p" "$p.x"; '
+            f'ln -s {secret} "$(dirname "$p")/stderr"; echo written')
+    result = docker_sandbox.run(["/bin/sh", "-c", swap])
+    assert b"host secret" not in result.stdout_tail + result.stderr_tail
+    assert result.stdout_tail == b"written\n"
 
 
 def test_missing_command_is_a_result_not_an_exception(docker_sandbox):
@@ -194,6 +204,12 @@ def test_host_go_toolchain_is_visible(docker_sandbox):
     assert result.ok and result.stdout_tail.startswith(b"go version"), result.describe()
 
 
+def test_programs_built_in_tmp_can_run(docker_sandbox):
+    """`go run`, `go test` and pip builds execute what they just wrote to /tmp."""
+    result = docker_sandbox.run(["/bin/sh", "-c", "cp /bin/echo /tmp/built && /tmp/built ran"])
+    assert result.ok and result.stdout_tail == b"ran\n", result.describe()
+
+
 def test_function_tracer_runs_in_the_container(docker_sandbox):
     from pipeline.sources.functions import parse_line
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
@@ -202,6 +218,16 @@ def test_function_tracer_runs_in_the_container(docker_sandbox):
                            "test:1")
     rows, failures = trace_functions([record], docker_sandbox, TraceSettings(), "unit")[:2]
     assert failures == [] and [row["exit"] for row in rows] == ["normal"]
+
+
+def test_install_step_makes_a_venv_in_a_writable_bind(docker_sandbox, tmp_path):
+    venv = tmp_path / "venv"
+    result = docker_sandbox.run([docker_sandbox.python, "-m", "venv", str(venv)], binds=[Bind(str(tmp_path), True)],
+                                network=True, limits=limits(docker_sandbox, wall_s=60))
+    assert result.ok, result.describe()
+    check = docker_sandbox.run([str(venv / "bin" / "python"), "-c", "import pip, sys; print(sys.prefix)"],
+                               binds=[Bind(str(tmp_path))])
+    assert check.ok and check.stdout_tail.strip() == str(venv).encode(), check.describe()
 
 
 def test_bad_bind_is_a_value_error(docker_sandbox):
