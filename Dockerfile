@@ -26,6 +26,8 @@ ARG GO_IMAGE
 # The same interpreter path whatever the base (python:*-slim images keep theirs in /usr/local/bin); pytest and git
 # are installed only when the base lacks them (the debootstrap base has both, and no network to fetch them).
 # No file keeps a setuid/setgid bit: the backend already sets no-new-privileges, this is the second lock.
+# /root may be traversed (not listed), so host paths under it (e.g. ~/.cache/tracegen) can be bound at their own
+# path; the root file system stays read-only all the same.
 RUN set -eu; \
     if [ ! -x /usr/bin/python3 ]; then ln -s "$(command -v python3)" /usr/bin/python3; fi; \
     if ! command -v git >/dev/null; then \
@@ -37,7 +39,8 @@ RUN set -eu; \
         /usr/bin/python3 -m pip install --no-cache-dir pytest; \
     fi; \
     /usr/bin/python3 -c 'import sys, venv, ensurepip; assert sys.version_info >= (3, 11), sys.version'; \
-    find / -xdev -type f -perm /6000 -exec chmod ug-s {} +
+    find / -xdev -type f -perm /6000 -exec chmod ug-s {} +; \
+    chmod 0711 /root
 
 COPY --from=go /usr/local/go /usr/local/go
 COPY tracers /opt/tracegen/tracers

@@ -10,7 +10,8 @@ container is always removed. The environment is exactly PATH, HOME=/tmp and what
 
 The default bridge reaches the host's non-loopback addresses and private networks: where that matters (a Ray
 cluster listens on them), point `install_network` at a network whose traffic to the host and to private
-ranges the firewall drops.
+ranges the firewall drops. With the network on, the host's CA bundle (`ca_bundle`) replaces the image's, so
+pip trusts what the host trusts (e.g. an egress proxy's CA); Debian's pip reads that file.
 
 stdout and stderr go to two files in a private host directory bound into the container, under the file size
 rlimit, so printing without end costs at most `file_bytes` of disk per stream and no engine log; the backend
@@ -54,6 +55,7 @@ class DockerSandbox(Sandbox):
     go_image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_GO_IMAGE") or None)
     install_network: str = field(default_factory=lambda: os.environ.get("TRACEGEN_INSTALL_NETWORK", "bridge"))
     goroot: str | None = "/usr/local/go"
+    ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"
     cpus: float = 1.0
     tmp_bytes: int = 512 << 20
     name = "docker"
@@ -123,6 +125,8 @@ class DockerSandbox(Sandbox):
         mounts = [Mount(io_dir, io_dir, type="bind")]
         if self.goroot and not self.image_has_go and os.path.isdir(self.goroot):
             mounts.append(Mount(self.goroot, self.goroot, type="bind", read_only=True))
+        if network and self.ca_bundle and os.path.isfile(self.ca_bundle):
+            mounts.append(Mount(self.ca_bundle, self.ca_bundle, type="bind", read_only=True))
         mounts += [Mount(bind.path, bind.path, type="bind", read_only=not bind.writable) for bind in binds]
         environment = {"PATH": DEFAULT_PATH, "HOME": "/tmp", **env}
         for key in environment:

@@ -63,6 +63,8 @@ def test_container_configuration_seen_by_the_engine(docker_sandbox, docker_clien
     user = config["User"].split(":")[0]
     assert user not in ("", "0", "root")
     assert all(m["RW"] is False for m in attrs["Mounts"] if m["Destination"] == "/usr/local/go")
+    ca = [m for m in attrs["Mounts"] if m["Destination"] == docker_sandbox.ca_bundle]
+    assert len(ca) == (network and os.path.isfile(docker_sandbox.ca_bundle)) and all(not m["RW"] for m in ca)
     assert result.returncode == 137 and result.cause == "killed by signal SIGKILL"
 
 
