@@ -28,8 +28,10 @@ def start_ray(address: str | None, workers: int | None) -> None:
     if address:
         ray.init(address=address, logging_level="ERROR", runtime_env=runtime_env)
     else:
-        ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
-                 runtime_env=runtime_env)
+        # "local": always a new embedded Ray. Without it ray.init() joins the cluster a `ray start` on this
+        # machine recorded in /tmp/ray, and refuses num_cpus there.
+        ray.init(address="local", num_cpus=workers or os.cpu_count(), include_dashboard=False,
+                 logging_level="ERROR", runtime_env=runtime_env)
 
 
 def run_units(units: Sequence[Unit], work: Callable[[Unit], UnitRecord], *, address: str | None = None,
