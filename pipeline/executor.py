@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.dataset import UnitRecord, finished_unit, open_root, write_unit_record
-from pipeline.writers.parquet import write_table_shards
-from schemas import schema_of
+from pipeline.writers.parquet import remove_stale_shards, write_table_shards
+from schemas import TABLES, schema_of
 
 # produce(payload, unit_id) -> ({table: rows}, {stage: counters dict})
 Produce = Callable[[Any, str], tuple[dict[str, list[dict]], dict[str, dict]]]
@@ -38,6 +38,8 @@ def execute_unit(unit: Unit, produce: Produce, out: str, config_hash: str, zstd_
     for name, rows in tables.items():
         table = pa.Table.from_pylist(rows, schema=schema_of(name))
         shards[name] = write_table_shards(fs, root, name, table, unit.index, zstd_level)
+    for name in TABLES:  # a dead earlier attempt may have written more shards, or tables this one has not
+        remove_stale_shards(fs, root, name, unit.index, len(shards.get(name, [])))
     record = UnitRecord(unit.index, unit.unit_id, config_hash, shards, counters)
     write_unit_record(fs, root, record)
     return record

@@ -1,11 +1,13 @@
 """Shard writer: one unit's rows of one table as zstd Parquet with deterministic names.
 
 Names are `part-{unit:05d}-{seq:04d}.parquet`, so a retried unit overwrites its own shards and never
-adds new ones. Each shard is written under a temporary name and renamed into place, so a reader never
-sees a partial file. Row groups are sized for streaming by estimated uncompressed bytes.
+adds new ones (`remove_stale_shards` deletes those a dead attempt wrote beyond the retry's). Each shard
+is written under a temporary name and renamed into place, so a reader never sees a partial file. Row
+groups are sized for streaming by estimated uncompressed bytes.
 """
 
 import hashlib
+import itertools
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
@@ -62,6 +64,26 @@ def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: p
         size, digest = _size_and_digest(fs, final)
         shards.append(ShardInfo(relative, part.num_rows, size, digest))
     return shards
+
+
+def remove_stale_shards(fs: pafs.FileSystem, root: str, table_name: str, unit: int, first_seq: int) -> int:
+    """Delete `unit`'s shards (and temporaries) of `table_name` numbered from `first_seq` on: what an earlier,
+    dead attempt of the unit wrote beyond what this attempt wrote. Returns how many files went.
+
+    An attempt writes its shards in sequence, so the probing stops at the first number with neither file;
+    only those names are looked up (no directory listing, which costs O(shards) on object stores).
+    """
+    removed = 0
+    for seq in itertools.count(first_seq):
+        name = shard_name(unit, seq)
+        paths = [f"{root}/{table_name}/{name}", f"{root}/{table_name}/.tmp-{name}"]
+        found = [info.path for info in fs.get_file_info(paths) if info.type == pafs.FileType.File]
+        if not found:
+            return removed
+        for path in found:
+            fs.delete_file(path)
+        removed += len(found)
+    return removed
 
 
 def _size_and_digest(fs: pafs.FileSystem, path: str) -> tuple[int, str]:
