@@ -8,12 +8,15 @@ a temporary name and renamed into place, so concurrent workers build each thing 
 - `harness-<version>/go_harness`: `go build` of go_harness/ (the version is a hash of its sources). A
   fresh machine needs `golang.org/x/exp` in the module cache; it is fetched with `go mod download` (the
   one step here that may use the network).
+- `work/run-*/`: one scratch directory per program being traced, removed when it is done (and by
+  `sweep_work` after a day, should a killed worker leave one).
 - `gocache-<key>/`: a Go build cache holding the standard library packages programs commonly import
   (`WARM_IMPORTS`), compiled the way the harness compiles a program (same environment, `-trimpath`,
   `-race` or not, main and test binaries). Compiling them costs tens of seconds per machine; every
   program then gets its own *hard-linked* copy (`link_cache`), so its build starts warm, while the
   untrusted build can add entries to its copy but never change the shared files (they are root-owned
-  and read-only to the sandbox user) — one program cannot poison another's build.
+  and read-only to the sandbox user) — one program cannot poison another's build. (Not running as
+  root, the copy is a real copy: the sandbox user would own the shared inodes.)
 
 `go_env` is the single definition of the Go environment, used for the warm-up here and for the harness
 in the sandbox: the cache only hits when the two agree.
@@ -26,6 +29,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +44,10 @@ WARM_IMPORTS = ("bufio", "bytes", "context", "errors", "fmt", "io", "log", "math
                 "math/rand/v2", "net", "os", "os/signal", "runtime", "runtime/trace", "slices", "sort",
                 "strconv", "strings", "sync", "sync/atomic", "time")
 TOOL_TIMEOUT_S = 900
+
+
+class GoSetupError(ValueError):
+    """The host cannot build what Go tracing needs (no toolchain, the harness or the warm cache fails)."""
 
 
 @dataclass(frozen=True)
@@ -64,14 +72,14 @@ def find_toolchain() -> Toolchain:
                   "/usr/local/go/bin/go"]
     go = next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
     if go is None:
-        raise ValueError("Go tracing needs a Go toolchain (>= 1.26): install it (https://go.dev/dl) and put "
+        raise GoSetupError("Go tracing needs a Go toolchain (>= 1.26): install it (https://go.dev/dl) and put "
                          "`go` on PATH")
     try:
         out = subprocess.run([go, "env", "GOROOT", "GOVERSION", "GOMODCACHE"], capture_output=True,
                              text=True, timeout=60, env={**os.environ, "GOTOOLCHAIN": "local"}, check=True)
         goroot, version, modcache = out.stdout.split("\n")[:3]
     except (OSError, subprocess.SubprocessError, ValueError) as error:
-        raise ValueError(f"cannot query the Go toolchain at {go} ({error}); check the installation") from error
+        raise GoSetupError(f"cannot query the Go toolchain at {go} ({error}); check the installation") from error
     return Toolchain(os.path.realpath(go), os.path.realpath(goroot), version, os.path.realpath(modcache))
 
 
@@ -90,7 +98,7 @@ def harness_version(harness_dir: Path = HARNESS_DIR) -> str:
     names = sorted(p.name for p in harness_dir.iterdir()
                    if (p.suffix == ".go" and not p.name.endswith("_test.go")) or p.name in ("go.mod", "go.sum"))
     if not names:
-        raise ValueError(f"no Go harness sources in {harness_dir}; run from a tracegen checkout")
+        raise GoSetupError(f"no Go harness sources in {harness_dir}; run from a tracegen checkout")
     for name in names:
         digest.update(name.encode() + b"\0" + (harness_dir / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -111,9 +119,9 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], what: str) -> None:
     try:
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise RuntimeError(f"{what} failed: {error}") from error
+        raise GoSetupError(f"{what} failed: {error}") from error
     if done.returncode != 0:
-        raise RuntimeError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}")
+        raise GoSetupError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}")
 
 
 def ensure_harness(cache_dir: str = "", toolchain: Toolchain | None = None) -> tuple[str, str]:
@@ -134,7 +142,7 @@ def ensure_harness(cache_dir: str = "", toolchain: Toolchain | None = None) -> t
         build = [toolchain.go, "build", "-trimpath", "-o", str(partial), "."]
         try:
             _run(build, str(HARNESS_DIR), env, "building go_harness")
-        except RuntimeError:
+        except GoSetupError:
             # A fresh machine lacks golang.org/x/exp in its module cache: fetch it (trusted, host side).
             _run([toolchain.go, "mod", "download"], str(HARNESS_DIR), env,
                  "`go mod download` in go_harness/ (fetching golang.org/x/exp; needs the module proxy or a "
@@ -194,10 +202,31 @@ def ensure_warm_cache(mode: str, race: bool, imports: tuple[str, ...] = WARM_IMP
     return str(final)
 
 
-def link_cache(base: str, destination: str) -> None:
-    """A private copy of the build cache `base` at `destination`: files hard-linked (shared, read-only to
-    the sandbox user), directories new and writable by anyone (the sandbox user adds entries)."""
-    for directory, subdirs, files in os.walk(base):
+def sweep_work(cache_dir: str = "", max_age_s: float = 24 * 3600) -> int:
+    """Remove scratch directories (`work/run-*`) left by killed workers, older than `max_age_s`; returns how
+    many. A live one is at most minutes old (the sandbox's wall clock bounds a program)."""
+    work = cache_root(cache_dir) / "work"
+    removed = 0
+    if work.is_dir():
+        horizon = time.time() - max_age_s
+        for entry in work.iterdir():
+            try:
+                stale = entry.name.startswith("run-") and entry.stat(follow_symlinks=False).st_mtime < horizon
+            except OSError:
+                continue
+            if stale:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+def link_cache(base: str, destination: str, share: bool | None = None) -> None:
+    """A private copy of the build cache `base` at `destination`: directories new and writable by anyone
+    (the sandbox user adds entries); files hard-linked when `share` (default: when running as root, so
+    the sandbox runs as another uid that cannot write the root-owned shared files), else copied (as a
+    non-root user the sandbox user maps to the files' owner and could rewrite a shared inode)."""
+    share = os.geteuid() == 0 if share is None else share
+    for directory, _, files in os.walk(base):
         relative = os.path.relpath(directory, base)
         target = os.path.normpath(os.path.join(destination, relative))
         os.makedirs(target, exist_ok=True)
@@ -205,4 +234,8 @@ def link_cache(base: str, destination: str) -> None:
         for name in files:
             if relative == "." and name == "trim.txt":
                 continue  # rewritten by go's cache trimming; let the copy have its own
-            os.link(os.path.join(directory, name), os.path.join(target, name))
+            source = os.path.join(directory, name)
+            if share:
+                os.link(source, os.path.join(target, name))
+            else:
+                shutil.copyfile(source, os.path.join(target, name))

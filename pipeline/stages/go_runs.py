@@ -1,0 +1,551 @@
+"""Stage: run one Go program N times in the sandbox → `go_runs` rows, raw traces, failure rows.
+
+One sandboxed command per program: `go_harness run` (built on the host, pipeline/go_build.py) copies
+the program, builds it once (offline: GOPROXY=off, the standard library plus modules already in the
+module cache, GOTOOLCHAIN=local) and runs it `runs` times under runtime/trace with a per-run timeout,
+printing one JSON line per run. Inside the sandbox: no network, read-only system directories, the
+program directory read-only, and three private writable directories (the harness's scratch, a
+hard-linked copy of the warm build cache, a temp/home dir); the module cache is bound read-only (a
+writable one would let one program plant sources another program builds).
+
+The harness's stdout is the only thing trusted, and it is checked strictly (`parse_harness_output`):
+exact keys and types, bounded sizes, run indices in order, goroutine ids consistent, trace paths only
+inside the scratch directory, opened without following links. Malformed output is a failure row for
+the program, never an exception.
+
+Outcomes: each run is a `go_runs` row (its status is data: ok, deadlock, timeout, panic, race,
+exit_error). A program that does not compile gives one `go_runs` row with status build_error and
+run_index -1 (the compiler's message in stderr_tail) *and* a `failures` row (stage build), so it is
+counted among the failures too. A sandbox failure (the harness killed, e.g. past the wall clock) keeps
+the runs that finished and adds a failure row; so does a harness error or missing runs.
+
+Goroutine ids: the harness numbers goroutines per run; here they are renumbered per program from the
+key paths (`canonical_ids`), so every run of a program uses the same id for the same goroutine.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import zstandard
+
+from pipeline import go_build
+from pipeline.failures import failure_row
+from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
+from pipeline.sources.go import GoProgram
+from pipeline.stats import StageCounters
+from schemas.go_next_event import EVENT_TYPES
+from schemas.go_runs import STATUSES
+
+BUILD_LIMIT_S = 300.0        # the harness's own limit on one build
+PARSE_ALLOWANCE_S = 10.0     # per run, for the harness to read the trace
+TRACE_ZSTD_LEVEL = 3
+MAX_TEXT = 64 << 10          # any one string in the harness output
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+SYSTEM_DIRS = ("/usr/", "/etc/", "/opt/")
+GPATH = re.compile(r"\d{1,9}(\.\d{1,9})*")
+
+
+@dataclass(frozen=True)
+class GoSettings:
+    """What a Go tracing job computes (hashed, see `as_dict`) and where its caches live (not hashed).
+
+    runs: runs per program, each its own process. timeout_s: per-run timeout (a deadlocked or spinning
+    run ends there). gomaxprocs: run i gets gomaxprocs[i % len]; empty leaves the runtime default.
+    race: build with the race detector. test_regex: `-test.run` for test packages. max_events: event cap
+    per run (`truncated` when hit). min_prefix_runs: exact-prefix rows need this many runs sharing the
+    prefix. keep_traces / max_trace_bytes: store each raw trace (zstd) in go_traces when its raw size is
+    at most this. memory_bytes / race_memory_bytes: RLIMIT_AS of every process in the sandbox (the Go
+    runtime and the race detector reserve address space: measured, 1 GiB suffices for small programs
+    even under -race; the race default is 4x to leave room for the detector's shadow memory). nproc:
+    RLIMIT_NPROC of the sandbox user (threads count: the go command, compilers, GOMAXPROCS threads).
+    file_bytes: RLIMIT_FSIZE (per file: binaries, traces). max_output_bytes: cap on the harness's
+    stdout (JSON lines). warm_imports: standard packages precompiled into the shared warm build cache.
+    cache_dir: harness binary, warm caches and scratch ('' = $TRACEGEN_GO_CACHE or ~/.cache/tracegen/go).
+    """
+
+    runs: int = 5
+    timeout_s: float = 5.0
+    gomaxprocs: tuple[int, ...] = ()
+    race: bool = False
+    test_regex: str = "^Test"
+    max_events: int = 20_000
+    min_prefix_runs: int = 2
+    keep_traces: bool = True
+    max_trace_bytes: int = 64 << 20
+    memory_bytes: int = 4 << 30
+    race_memory_bytes: int = 16 << 30
+    nproc: int = 512
+    file_bytes: int = 1 << 30
+    max_output_bytes: int = 256 << 20
+    warm_imports: tuple[str, ...] = go_build.WARM_IMPORTS
+    cache_dir: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "gomaxprocs", tuple(self.gomaxprocs))
+        object.__setattr__(self, "warm_imports", tuple(self.warm_imports))
+        for name in ("runs", "max_events", "min_prefix_runs", "max_trace_bytes", "memory_bytes",
+                     "race_memory_bytes", "nproc", "file_bytes", "max_output_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GoSettings.{name} must be >= 1, got {getattr(self, name)!r}")
+        if not 0.01 <= self.timeout_s <= 3600:
+            raise ValueError(f"GoSettings.timeout_s must be in 0.01..3600 seconds, got {self.timeout_s!r}")
+        if any(type(n) is not int or n < 1 for n in self.gomaxprocs):
+            raise ValueError(f"GoSettings.gomaxprocs must be positive integers, got {self.gomaxprocs!r}")
+        try:
+            re.compile(self.test_regex)
+        except re.error as error:
+            raise ValueError(f"GoSettings.test_regex {self.test_regex!r} is not a regexp: {error}") from error
+
+    def as_dict(self) -> dict:
+        """The hashed part: everything that decides the rows (not where caches live, not what is warm)."""
+        values = asdict(self)
+        values.pop("cache_dir")
+        values.pop("warm_imports")
+        values["gomaxprocs"] = list(self.gomaxprocs)
+        return values
+
+    def limits(self) -> SandboxLimits:
+        """Sandbox limits of one program: the build, then every run with its kill grace and parse time."""
+        grace = max(2.0, self.timeout_s / 2)
+        wall = BUILD_LIMIT_S + self.runs * (self.timeout_s + grace + PARSE_ALLOWANCE_S) + 30.0
+        return SandboxLimits(wall_s=wall, memory_bytes=self.race_memory_bytes if self.race else self.memory_bytes,
+                             cpu_s=int(wall * 4), nproc=self.nproc, file_bytes=self.file_bytes,
+                             output_tail_bytes=self.max_output_bytes)
+
+
+@dataclass(frozen=True)
+class GoTools:
+    """The host-side pieces a worker needs, resolved once per process (`GoTools.resolve`)."""
+
+    toolchain: go_build.Toolchain
+    harness: str
+    harness_version: str
+    cache_root: str
+
+    @classmethod
+    def resolve(cls, settings: GoSettings) -> "GoTools":
+        toolchain = go_build.find_toolchain()
+        harness, version = go_build.ensure_harness(settings.cache_dir, toolchain)
+        go_build.sweep_work(settings.cache_dir)
+        return cls(toolchain, harness, version, str(go_build.cache_root(settings.cache_dir)))
+
+
+@dataclass
+class ProgramResult:
+    """Everything one program produced."""
+
+    runs: list[dict] = field(default_factory=list)
+    traces: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    counters: StageCounters = field(default_factory=lambda: StageCounters("go_runs"))
+
+
+class HarnessOutputError(ValueError):
+    """The harness's output does not have the documented shape."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Strict reading of the harness's JSON lines (go_harness/README.md).
+
+RUN_KEYS = {"run_index": int, "mode": str, "status": str, "exit_code": int, "duration_ms": int,
+            "gomaxprocs": (int, type(None)), "trace_file": str, "trace_error": str, "stderr_tail": str,
+            "stdout_tail": str, "events": list, "truncated": bool, "goroutines": list}
+EVENT_KEYS = {"index": int, "goroutine": int, "gpath": str, "event": str, "reason": str, "peer": int,
+              "function": str, "file": str, "line": int, "time_ns": int}
+GOROUTINE_KEYS = {"goroutine": int, "gpath": str, "start_function": str, "final_state": str, "final_reason": str}
+TRAILER_KEYS = {"end": bool, "mode": str, "n_events": int, "truncated": bool, "trace_error": str,
+                "goroutines": list}
+
+
+def _no_duplicates(pairs: list[tuple]) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise HarnessOutputError(f"duplicate keys in {keys}")
+    return dict(pairs)
+
+
+def _object(value, keys: dict, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise HarnessOutputError(f"{what} is not a JSON object")
+    if set(value) != set(keys):
+        raise HarnessOutputError(f"{what} has keys {sorted(value)}, expected {sorted(keys)}")
+    for key, kind in keys.items():
+        item = value[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if type(item) not in kinds:  # exact: a bool is not an int
+            raise HarnessOutputError(f"{what}.{key} is {type(item).__name__}, expected "
+                                     f"{' or '.join(k.__name__ for k in kinds)}")
+        if type(item) is str and len(item) > MAX_TEXT:
+            raise HarnessOutputError(f"{what}.{key} is longer than {MAX_TEXT} characters")
+        if type(item) is int:
+            low, high = INT64 if key in ("time_ns", "duration_ms") else INT32
+            if not low <= item <= high:
+                raise HarnessOutputError(f"{what}.{key} = {item} is out of range")
+    return value
+
+
+def _gpath(value: str, what: str) -> str:
+    if not GPATH.fullmatch(value):
+        raise HarnessOutputError(f"{what} gpath {value[:40]!r} is not a key path like '0.2.1'")
+    return value
+
+
+def check_goroutines(events: list[dict], goroutines: list[dict], what: str) -> dict[int, str]:
+    """Validate events and goroutine summaries of one run; returns the run's {harness id: gpath}."""
+    local: dict[int, str] = {}
+
+    def bind(number: int, gpath: str, where: str) -> None:
+        if number < 0 or local.setdefault(number, gpath) != gpath:
+            raise HarnessOutputError(f"{where}: goroutine {number} is {gpath!r} here and {local.get(number)!r} "
+                                     f"elsewhere in the run")
+
+    for position, event in enumerate(events):
+        where = f"{what}.events[{position}]"
+        _object(event, EVENT_KEYS, where)
+        if event["index"] != position:
+            raise HarnessOutputError(f"{where}.index is {event['index']}, expected {position}")
+        if event["event"] not in EVENT_TYPES:
+            raise HarnessOutputError(f"{where}.event {event['event'][:40]!r} is not one of {', '.join(EVENT_TYPES)}")
+        if event["line"] < 0 or event["time_ns"] < 0 or event["peer"] < -1:
+            raise HarnessOutputError(f"{where} has a negative line, time or peer")
+        bind(event["goroutine"], _gpath(event["gpath"], where), where)
+    for position, summary in enumerate(goroutines):
+        where = f"{what}.goroutines[{position}]"
+        _object(summary, GOROUTINE_KEYS, where)
+        bind(summary["goroutine"], _gpath(summary["gpath"], where), where)
+    if len(set(local.values())) != len(local):
+        raise HarnessOutputError(f"{what}: two goroutine ids share a gpath")
+    for position, event in enumerate(events):
+        if event["peer"] >= 0 and event["peer"] not in local:
+            raise HarnessOutputError(f"{what}.events[{position}].peer {event['peer']} is no goroutine of the run")
+    return local
+
+
+def parse_harness_line(line: bytes, *, work: str, max_events: int) -> dict:
+    """One `go_harness run` line, validated; raises HarnessOutputError."""
+    try:
+        run = json.loads(line, object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError) as error:
+        raise HarnessOutputError(f"not JSON ({str(error)[:200]})") from None
+    what = "run"
+    _object(run, RUN_KEYS, what)
+    index = run["run_index"]
+    if run["status"] not in STATUSES or run["mode"] not in ("main", "test"):
+        raise HarnessOutputError(f"status {run['status'][:40]!r} or mode {run['mode'][:40]!r} is unknown")
+    if (index == -1) != (run["status"] == "build_error") or index < -1:
+        raise HarnessOutputError(f"run_index {index} does not fit status {run['status']!r}")
+    if run["duration_ms"] < 0 or (run["gomaxprocs"] is not None and not 1 <= run["gomaxprocs"] < 1 << 20):
+        raise HarnessOutputError("duration_ms or gomaxprocs is out of range")
+    expected = os.path.join(work, f"run-{index}.trace")
+    if run["trace_file"] not in ("", expected):
+        raise HarnessOutputError(f"trace_file {run['trace_file'][:200]!r} is not {expected!r}")
+    if len(run["events"]) > max_events:
+        raise HarnessOutputError(f"{len(run['events'])} events exceed the cap of {max_events}")
+    check_goroutines(run["events"], run["goroutines"], f"run {index}")
+    return run
+
+
+def parse_harness_output(output: bytes, *, work: str, max_events: int, finished: bool) -> list[dict]:
+    """All runs in the harness's stdout. `finished`: the harness exited by itself, so every line must be
+    whole; otherwise a cut-off last line is dropped. Run indices must be 0, 1, ... (or one build_error)."""
+    lines = output.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    elif not finished:
+        lines.pop()  # the harness was killed while writing it
+    else:
+        raise HarnessOutputError("the output does not end with a newline")
+    runs = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            runs.append(parse_harness_line(line, work=work, max_events=max_events))
+        except HarnessOutputError as error:
+            raise HarnessOutputError(f"line {number}: {error}") from None
+    indices = [run["run_index"] for run in runs]
+    if indices != list(range(len(runs))) and indices != [-1]:
+        raise HarnessOutputError(f"run indices {indices[:20]} are not 0, 1, ... (nor a single build_error)")
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rows.
+
+def gpath_order(gpath: str) -> tuple:
+    """Breadth first: by depth, then component-wise (0, 1, 0.1, 0.2, 0.10, 0.2.1)."""
+    parts = tuple(int(part) for part in gpath.split("."))
+    return len(parts), parts
+
+
+def canonical_ids(gpaths) -> dict[str, int]:
+    """Program-wide goroutine ids: the rank of each key path among all paths, breadth first."""
+    return {gpath: number for number, gpath in enumerate(sorted(set(gpaths), key=gpath_order))}
+
+
+def run_gpaths(run: dict) -> set[str]:
+    return {e["gpath"] for e in run["events"]} | {g["gpath"] for g in run["goroutines"]}
+
+
+def renumber(events: list[dict], goroutines: list[dict], ids: dict[str, int]) -> tuple[list[dict], list[dict]]:
+    """Events and goroutine summaries of one run with program-canonical ids (peer included)."""
+    local = {e["goroutine"]: e["gpath"] for e in events} | {g["goroutine"]: g["gpath"] for g in goroutines}
+    new_events = [{"index": e["index"], "goroutine": ids[e["gpath"]], "gpath": e["gpath"], "event": e["event"],
+                   "reason": e["reason"], "peer": ids[local[e["peer"]]] if e["peer"] >= 0 else -1,
+                   "function": e["function"], "file": e["file"], "line": e["line"], "time_ns": e["time_ns"]}
+                  for e in events]
+    new_goroutines = sorted(({"goroutine": ids[g["gpath"]], "gpath": g["gpath"], "start_function": g["start_function"],
+                              "final_state": g["final_state"], "final_reason": g["final_reason"]}
+                             for g in goroutines), key=lambda g: g["goroutine"])
+    return new_events, new_goroutines
+
+
+TIMED_OUT_CODES = (124, -1)
+
+
+def is_complete(run: dict) -> bool:
+    """Whether the run's events are its whole story (see schemas/go_runs.py `complete`)."""
+    if run["truncated"] or run["trace_error"] or not run["trace_file"] or run["status"] == "build_error":
+        return False
+    if run["status"] == "deadlock":
+        return True
+    timed_out = run["exit_code"] in TIMED_OUT_CODES or "panic: test timed out after" in run["stderr_tail"]
+    if timed_out or "fatal error:" in run["stderr_tail"]:
+        return False
+    if run["status"] in ("ok", "panic", "race"):
+        return True
+    # exit_error: a failing test still flushes its trace; os.Exit and fatal errors do not.
+    return run["status"] == "exit_error" and run["mode"] == "test" and "--- FAIL" in run["stdout_tail"]
+
+
+def run_row(program: GoProgram, run: dict, events: list[dict], goroutines: list[dict], *, race: bool,
+            trace_bytes: int | None, trace_stored: bool, tools: GoTools) -> dict:
+    return {
+        "program_id": program.program_id, "run_index": run["run_index"], "status": run["status"],
+        "mode": run["mode"], "race": race, "gomaxprocs": run["gomaxprocs"], "exit_code": run["exit_code"],
+        "duration_ms": run["duration_ms"], "complete": is_complete(run), "truncated": run["truncated"],
+        "trace_error": run["trace_error"] or None, "stderr_tail": run["stderr_tail"] or None,
+        "stdout_tail": run["stdout_tail"] or None, "n_events": len(events), "events": events,
+        "goroutines": goroutines, "trace_bytes": trace_bytes, "trace_stored": trace_stored,
+        "go_version": tools.toolchain.version, "harness_version": tools.harness_version,
+    }
+
+
+def read_trace(path: str, limit: int) -> tuple[int | None, bytes | None]:
+    """(size, bytes) of a trace the sandbox wrote; bytes None when over `limit`. Never follows a link
+    and reads only a regular file: the sandboxed program could have replaced the trace with either."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None, None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None, None
+        if info.st_size > limit:
+            return info.st_size, None
+        data = handle.read(limit + 1)
+    return (len(data), data) if len(data) <= limit else (len(data), None)
+
+
+def trace_row(program: GoProgram, run_index: int, mode: str, data: bytes, max_events: int, version: str) -> dict:
+    return {"program_id": program.program_id, "run_index": run_index, "mode": mode,
+            "file_prefix": program.file_prefix, "max_events": max_events, "harness_version": version,
+            "trace_bytes": len(data), "trace_sha256": hashlib.sha256(data).hexdigest(),
+            "trace_zstd": zstandard.ZstdCompressor(level=TRACE_ZSTD_LEVEL).compress(data)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The stage.
+
+def trace_program(program: GoProgram, settings: GoSettings, sandbox: Sandbox, unit_id: str,
+                  tools: GoTools | None = None) -> ProgramResult:
+    """Build and run one program in the sandbox; its go_runs, go_traces and failures rows."""
+    result = ProgramResult()
+    result.counters.n_in = 1
+    with result.counters.timed():
+        tools = tools or GoTools.resolve(settings)
+        base = go_build.ensure_warm_cache(program.mode, settings.race, settings.warm_imports,
+                                          settings.cache_dir, tools.toolchain)
+        work_root = Path(tools.cache_root) / "work"
+        work_root.mkdir(parents=True, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix="run-", dir=work_root)
+        try:
+            outcome, runs, problem = _run_harness(program, settings, sandbox, tools, base, scratch)
+            _collect(program, settings, tools, unit_id, outcome, runs, problem, scratch, result)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    result.counters.n_out = len(result.runs)
+    result.counters.events = sum(row["n_events"] for row in result.runs)
+    for failure in result.failures:
+        result.counters.drop(failure["error_type"])
+    return result
+
+
+def _run_harness(program, settings, sandbox, tools, base, scratch):
+    work, gocache, tmp = (os.path.join(scratch, name) for name in ("work", "gocache", "tmp"))
+    os.mkdir(work)
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o777)
+    go_build.link_cache(base, gocache)
+    os.makedirs(tools.toolchain.modcache, exist_ok=True)
+    argv = [tools.harness, "run", "-dir", os.path.realpath(program.path), "-work", work,
+            "-runs", str(settings.runs), "-timeout", f"{max(1, round(settings.timeout_s * 1000))}ms",
+            "-max-events", str(settings.max_events), "-mode", program.mode, "-test", settings.test_regex,
+            "-keep-traces=true"]
+    if settings.race:
+        argv.append("-race")
+    if settings.gomaxprocs:
+        argv += ["-gomaxprocs", ",".join(map(str, settings.gomaxprocs))]
+    binds = [Bind(os.path.dirname(tools.harness)), Bind(os.path.realpath(program.path)),
+             Bind(tools.toolchain.modcache), Bind(work, True), Bind(gocache, True), Bind(tmp, True)]
+    if not (tools.toolchain.goroot + "/").startswith(SYSTEM_DIRS):
+        binds.append(Bind(tools.toolchain.goroot))
+    limits = settings.limits()
+    outcome = sandbox.run(argv, binds=binds, env=go_build.go_env(tools.toolchain, gocache, tmp), cwd=work,
+                          network=False, limits=limits)
+    finished = outcome.cause is None and outcome.returncode == 0
+    if len(outcome.stdout_tail) >= limits.output_tail_bytes:
+        return outcome, [], ("HarnessOutputTooLarge", f"the harness printed more than {limits.output_tail_bytes} "
+                             f"bytes; lower max_events or runs, or raise max_output_bytes")
+    try:
+        runs = parse_harness_output(outcome.stdout_tail, work=work, max_events=settings.max_events,
+                                    finished=finished)
+    except HarnessOutputError as error:
+        return outcome, [], ("BadHarnessOutput", f"the harness's output is malformed ({error}); the program "
+                             f"may have interfered with the harness, or go_harness and this pipeline disagree")
+    return outcome, runs, None
+
+
+def _collect(program: GoProgram, settings: GoSettings, tools: GoTools, unit_id: str, outcome: SandboxResult,
+             runs: list[dict], problem, scratch: str, result: ProgramResult) -> None:
+    def fail(stage: str, error_type: str, message: str, stderr: str | None = None) -> None:
+        result.failures.append(failure_row(unit_id, program.program_id, stage, error_type,
+                                           f"Go program {program.program_id!r}: {message}", program.path, stderr))
+
+    stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
+    if problem is not None:
+        fail("parse", problem[0], problem[1], stderr)
+    elif outcome.cause is not None:
+        fail("sandbox", "SandboxFailed", f"the sandbox ended the harness after {len(runs)} of {settings.runs} "
+             f"runs ({outcome.describe()}); the finished runs are kept", stderr)
+    elif outcome.returncode != 0:
+        fail("sandbox", "HarnessError", f"go_harness exited with status {outcome.returncode} "
+             f"({outcome.describe()}); fix the program directory or the harness", stderr)
+    elif runs and runs[0]["status"] != "build_error" and len(runs) != settings.runs:
+        fail("sandbox", "MissingRuns", f"the harness reported {len(runs)} of {settings.runs} runs", stderr)
+
+    ids = canonical_ids(gpath for run in runs for gpath in run_gpaths(run))
+    work = os.path.join(scratch, "work")
+    for run in runs:
+        events, goroutines = renumber(run["events"], run["goroutines"], ids)
+        size = data = None
+        if run["trace_file"]:
+            size, data = read_trace(os.path.join(work, f"run-{run['run_index']}.trace"), settings.max_trace_bytes)
+        stored = settings.keep_traces and data is not None
+        result.runs.append(run_row(program, run, events, goroutines, race=settings.race, trace_bytes=size,
+                                   trace_stored=stored, tools=tools))
+        if stored:
+            result.traces.append(trace_row(program, run["run_index"], run["mode"], data, settings.max_events,
+                                           tools.harness_version))
+        if run["status"] == "build_error":
+            message = " | ".join((run["stderr_tail"].strip().splitlines() or ["(no output)"])[-3:])[:500]
+            if run["stderr_tail"].startswith("tracegen: "):  # the harness's own verdict, e.g. no main package
+                fail("build", "NotAGoProgram", f"is not a runnable program ({message}); it needs a main package "
+                     f"or a _test.go file with func TestX(t *testing.T)", run["stderr_tail"])
+            else:
+                fail("build", "BuildError", f"does not compile: {message}; fix the program (its go_runs row, "
+                     f"status build_error, holds the compiler's full message)", run["stderr_tail"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Re-deriving events from stored traces.
+
+def parse_trace_output(output: bytes, max_events: int) -> dict:
+    """`go_harness parse` output (EVENT lines, then one trailer), validated; raises HarnessOutputError."""
+    lines = output.split(b"\n")
+    if lines[-1] != b"":
+        raise HarnessOutputError("the output does not end with a newline")
+    lines.pop()
+    if not lines:
+        raise HarnessOutputError("no trailer line")
+    try:
+        values = [json.loads(line, object_pairs_hook=_no_duplicates) for line in lines]
+    except (ValueError, RecursionError) as error:
+        raise HarnessOutputError(f"not JSON ({str(error)[:200]})") from None
+    trailer = _object(values.pop(), TRAILER_KEYS, "trailer")
+    if not trailer["end"] or trailer["n_events"] != len(values) or len(values) > max_events:
+        raise HarnessOutputError("the trailer does not match the events")
+    check_goroutines(values, trailer["goroutines"], "trace")
+    return {"events": values, "goroutines": trailer["goroutines"], "truncated": trailer["truncated"],
+            "trace_error": trailer["trace_error"], "mode": trailer["mode"]}
+
+
+def parse_stored_trace(trace: dict, harness: str, *, max_events: int | None = None, timeout_s: float = 300.0) -> dict:
+    """Re-parse one go_traces row with `go_harness parse` (on the host: the harness is ours, the trace
+    is data). `max_events` overrides the stored cap."""
+    data = zstandard.ZstdDecompressor().decompress(trace["trace_zstd"], max_output_size=trace["trace_bytes"])
+    if hashlib.sha256(data).hexdigest() != trace["trace_sha256"]:
+        raise ValueError(f"{trace['program_id']} run {trace['run_index']}: the stored trace does not match its sha256")
+    cap = max_events or trace["max_events"]
+    with tempfile.NamedTemporaryFile(suffix=".trace") as handle:
+        handle.write(data)
+        handle.flush()
+        done = subprocess.run([harness, "parse", "-trace", handle.name, "-max-events", str(cap), "-mode",
+                               trace["mode"], "-file-prefix", trace["file_prefix"]],
+                              capture_output=True, timeout=timeout_s, check=False)
+    if done.returncode != 0:
+        raise ValueError(f"go_harness parse failed: {done.stderr.decode('utf-8', 'replace')[-500:]}")
+    return parse_trace_output(done.stdout, cap)
+
+
+def rederive_runs(run_rows: list[dict], trace_rows: list[dict], harness: str | None = None,
+                  max_events: int | None = None) -> list[dict]:
+    """One program's go_runs rows with events (and goroutine summaries, truncation, trace error)
+    re-derived from its stored raw traces by the current harness; rows without a stored trace keep
+    their events, renumbered with the new program-wide ids. With an unchanged harness and cap the
+    result equals the stored rows.
+
+    Truncated runs keep their stored goroutine summaries: `go_harness run` stops reading a trace at the
+    cap (final states are where reading stopped, goroutines created later are not listed) while
+    `go_harness parse` reads to the end."""
+    harness = harness or go_build.ensure_harness()[0]
+    parsed = {trace["run_index"]: parse_stored_trace(trace, harness, max_events=max_events)
+              for trace in trace_rows}
+    summaries = {}
+    gpaths = set()
+    for row in run_rows:
+        source = parsed.get(row["run_index"])
+        if source is None:
+            gpaths |= run_gpaths(row)
+            continue
+        summaries[row["run_index"]] = row["goroutines"] if source["truncated"] else None
+        gpaths |= {e["gpath"] for e in source["events"]}
+        gpaths |= {g["gpath"] for g in summaries[row["run_index"]] or source["goroutines"]}
+    ids = canonical_ids(gpaths)
+    rows = []
+    for row in run_rows:
+        source = parsed.get(row["run_index"])
+        if source is None:
+            # Already program-canonical: old ids map to paths, paths to the new ids.
+            events, goroutines = renumber(row["events"], row["goroutines"], ids)
+            rows.append({**row, "events": events, "goroutines": goroutines})
+            continue
+        events, goroutines = renumber(source["events"], source["goroutines"], ids)
+        if summaries[row["run_index"]] is not None:
+            goroutines = renumber([], summaries[row["run_index"]], ids)[1]
+        updated = {**row, "events": events, "goroutines": goroutines, "n_events": len(events),
+                   "truncated": source["truncated"], "trace_error": source["trace_error"] or None}
+        updated["complete"] = is_complete({**row, "truncated": updated["truncated"],
+                                           "trace_error": source["trace_error"], "trace_file": "stored",
+                                           "stderr_tail": row["stderr_tail"] or "",
+                                           "stdout_tail": row["stdout_tail"] or ""})
+        rows.append(updated)
+    return rows
