@@ -2,12 +2,13 @@
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
 from pipeline import go_build
 from pipeline.sources.go import GoProgram, NotAProgram, discover_programs
-from tests.go.conftest import EXAMPLES
+from tests.go.conftest import EXAMPLES, requires_go
 
 MAIN = "package main\n\nfunc main() {}\n"
 TEST = 'package p\n\nimport "testing"\n\nfunc TestA(t *testing.T) {}\n'
@@ -80,3 +81,13 @@ def test_linked_cache_shares_files_but_not_directories(tmp_path):
     go_build.link_cache(str(base), str(copied), share=False)
     assert (copied / "00" / "abc-d").read_text() == "output"
     assert not os.path.samefile(base / "00" / "abc-d", copied / "00" / "abc-d")
+
+
+@requires_go
+def test_the_harness_is_built_once_per_cache(tmp_path):
+    binary, version = go_build.ensure_harness(str(tmp_path))
+    assert Path(binary).is_file() and os.access(binary, os.X_OK) and version in binary
+    mtime = Path(binary).stat().st_mtime_ns
+    assert go_build.ensure_harness(str(tmp_path)) == (binary, version)
+    assert Path(binary).stat().st_mtime_ns == mtime
+    assert go_build.sweep_work(str(tmp_path)) == 0
