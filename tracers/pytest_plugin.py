@@ -40,6 +40,8 @@ import re
 import sys
 import threading
 from array import array
+from itertools import islice
+from operator import is_
 
 from tracers.pytrace import TRACER_VERSION
 from tracers.saferepr import Limits, SafeRepr
@@ -127,12 +129,13 @@ class PathFilter:
 
 
 class CodeInfo:
-    __slots__ = ("path", "qualname", "firstlineno", "can_enter", "suspends", "params", "posonly",
-                 "varargs", "varkw")
+    __slots__ = ("path", "qualname", "qualname_json", "firstlineno", "can_enter", "suspends", "params",
+                 "posonly", "varargs", "varkw")
 
     def __init__(self, code, path):
         self.path = path
         self.qualname = getattr(code, "co_qualname", code.co_name)
+        self.qualname_json = json.dumps(self.qualname)
         self.firstlineno = code.co_firstlineno
         flags = code.co_flags
         self.suspends = bool(flags & CO_SUSPENDS)
@@ -159,6 +162,27 @@ def render_input(info, pairs):
     if info.varkw is not None and info.varkw in values and values[info.varkw] != "{}":
         parts.append("**" + values[info.varkw])
     return ", ".join(parts)
+
+
+_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), complex})
+_FLAT = frozenset({list, tuple, dict})
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _signature(value, kind, max_items):
+    """What a flat container's repr depends on: its length and the items it shows (only when those are
+    immutable scalars); None when it cannot be cached. The signature holds the items themselves, so
+    none can be freed and its address reused while the cache compares them by identity."""
+    items = islice(value.items() if kind is dict else value, max_items + 1)
+    shown = [part for item in items for part in item] if kind is dict else list(items)
+    if not _IMMUTABLE.issuperset(map(type, shown)):
+        return None
+    return len(value), shown
+
+
+def _same(signature, cached):
+    return (cached is not None and signature[0] == cached[0] and len(signature[1]) == len(cached[1])
+            and all(map(is_, signature[1], cached[1])))
 
 
 # -- output ---------------------------------------------------------------------------------------------
@@ -227,6 +251,8 @@ class EntryTracer:
         self._abort_types = tuple(abort_types)
         self._codes = {}
         self._lines = {}
+        self._source_cache = {}
+        self._max_items = (limits or Limits()).max_items
         self._function_counts = {}
         self.n_events = 0
         self.n_entries = 0
@@ -406,12 +432,14 @@ class EntryTracer:
 
     # -- recording ---------------------------------------------------------------------------------------
     def _emit(self, frame, state, info, event, arg):
+        """Write one event line (the same JSON `json.dumps` gives, assembled from cached pieces)."""
         lineno = frame.f_lineno
-        pairs = self._locals(frame, state[3])
-        record = [self._ordinal, event, state[0], state[4], state[1], lineno, info.qualname,
-                  self._source(frame.f_code.co_filename, lineno), pairs,
-                  None if event in ("call", "line") else self._text(arg)]
-        line = json.dumps(record, separators=(",", ":"))
+        fragments, pairs = self._locals(frame, state[3])
+        parent = state[4]
+        line = '[%d,"%s",%d,%s,%d,%d,%s,%s,[%s],%s]' % (
+            self._ordinal, event, state[0], "null" if parent is None else parent, state[1], lineno,
+            info.qualname_json, self._source_json(frame.f_code.co_filename, lineno), ",".join(fragments),
+            "null" if event in ("call", "line") else _dumps(self._text(arg)))
         if not self.sink.write(line):
             self.halt("max_output_bytes")
             state[2] = event
@@ -435,17 +463,44 @@ class EntryTracer:
         return text
 
     def _locals(self, frame, cache):
-        pairs = []
+        """([JSON of [name, repr]], [(name, repr)]) in frame order.
+
+        A local keeps its repr (and its JSON) while it is the same object and, for a flat builtin
+        container, while the objects it shows are the same immutable ones: re-rendering lists at every
+        line is what tracing spends most of its time on otherwise."""
+        fragments, pairs = [], []
+        max_items = self._max_items
         for name, value in frame.f_locals.items():
             hit = cache.get(name)
-            if hit is not None and hit[0] is value:
-                text = hit[1]
+            kind = type(value)
+            if kind in _IMMUTABLE:
+                if hit is not None and hit[0] is value:
+                    fragments.append(hit[2])
+                    pairs.append((name, hit[1]))
+                    continue
+                signature = None
+            elif kind in _FLAT:
+                signature = _signature(value, kind, max_items)
+                if signature is not None and hit is not None and hit[0] is value and _same(signature, hit[3]):
+                    fragments.append(hit[2])
+                    pairs.append((name, hit[1]))
+                    continue
             else:
-                text = self._text(value)
-                if type(value) in (int, float, str, bytes, bool, type(None), complex):
-                    cache[name] = (value, text)
-            pairs.append([name, text])
-        return pairs
+                signature = None
+            text = self._text(value)
+            fragment = _dumps([name, text])
+            if kind in _IMMUTABLE or signature is not None:
+                cache[name] = (value, text, fragment, signature)
+            fragments.append(fragment)
+            pairs.append((name, text))
+        return fragments, pairs
+
+    def _source_json(self, filename, lineno):
+        key = (filename, lineno)
+        text = self._source_cache.get(key)
+        if text is None:
+            text = self._source_cache[key] = _dumps(self._source(filename, lineno))
+        return text
 
     def _source(self, filename, lineno):
         lines = self._lines.get(filename)
@@ -476,8 +531,9 @@ class TracePlugin:
     `guard` (optional) is told when a test starts and ends, so it can enforce per-test limits.
     """
 
-    def __init__(self, tracer, sink, guard=None):
+    def __init__(self, tracer, sink, guard=None, trace=True):
         self.tracer = tracer
+        self.trace = trace  # False: only outcomes are recorded (the benchmark's untraced baseline)
         self.sink = sink
         self.guard = guard
         self.main_pid = os.getpid()
@@ -502,7 +558,8 @@ class TracePlugin:
             self.guard.test_started(nodeid)
         if self.sink.full:
             self.tracer.halt("max_output_bytes")
-        self.tracer.start()
+        if self.trace:
+            self.tracer.start()
 
     def pytest_runtest_makereport(self, item, call):
         self._in_child()
@@ -521,7 +578,8 @@ class TracePlugin:
         self._in_child()
         if self.guard is not None:
             self.guard.test_finished(nodeid)
-        self.tracer.stop()
+        if self.tracer.tracing:
+            self.tracer.stop()
         self.n_tests += 1
         self.n_failed += self._outcome in ("failed", "error")
         self.sink.obj(type="test_end", nodeid=nodeid, outcome=self._outcome, message=self._message)

@@ -377,7 +377,7 @@ def trace(request):
     tracer = EntryTracer(sink, PathFilter(roots, request["include"], request["exclude"]), budgets,
                          Limits(**(request.get("limits") or {})), replacements, abort_types=(TestAborted,))
     guard = Guard(sink, tracer, request, log_fd)
-    plugin = TracePlugin(tracer, sink, guard)
+    plugin = TracePlugin(tracer, sink, guard, trace=not request.get("untraced"))
     real_fork = os.fork
     os.register_at_fork(after_in_child=lambda: guard.after_fork_child(null, handle.fileno()))
     exitstatus, reason = None, None

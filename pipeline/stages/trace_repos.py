@@ -38,7 +38,6 @@ from pipeline.sources.repos import RepoSpec
 from pipeline.stages.trace_functions import TraceSettings
 from pipeline.stats import StageCounters
 from pipeline.tracefile import MAX_LINE_BYTES, TraceFormatError
-from pipeline.tracefile import _event as parse_event
 
 TRACERS_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tracers.__file__)))
 EXITS = frozenset({"normal", "error", "never"})
@@ -103,27 +102,32 @@ def _int(value) -> bool:
 
 def parse_repo_stream(data: bytes, max_events: int) -> ParsedStream:
     """Parse the plugin's output strictly. Tests parsed before a malformed line are kept; the first
-    malformed line ends the parse with `error` set. A torn last line (a killed writer) is dropped."""
+    malformed line ends the parse with `error` set. A torn last line (a killed writer) is dropped.
+
+    Event lines are decoded in batches (one `json.loads` per run of events) and checked field by field
+    with plain loops: the stream of a large suite holds hundreds of thousands of them."""
     stream = ParsedStream()
     lines = data.split(b"\n")
     lines.pop()  # the last piece is empty (a complete file) or torn
     test = None
+    pending: list[tuple[int, bytes]] = []
     try:
         for number, raw in enumerate(lines, start=1):
-            _check(stream.end is None, f"line {number}: data after the end object")
             _check(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
-            try:
-                value = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as error:
-                raise TraceFormatError(f"line {number}: not JSON ({error})") from error
+            if raw.startswith(b"[") and number > 1:
+                _check(test is not None and stream.end is None, f"line {number}: an event outside a test")
+                _check(len(test.events) + len(pending) < max_events,
+                       f"line {number}: more than {max_events} events in a test")
+                pending.append((number, raw))
+                continue
+            if pending:
+                _decode_events(pending, test.events)
+                pending = []
+            _check(stream.end is None, f"line {number}: data after the end object")
+            value = _load(raw, number)
             if number == 1:
                 _check(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
                 stream.header = value
-                continue
-            if isinstance(value, list):
-                _check(test is not None, f"line {number}: an event outside a test")
-                _check(len(test.events) < max_events, f"line {number}: more than {max_events} events in a test")
-                test.events.append(parse_event(value, len(test.events)))
                 continue
             _check(isinstance(value, dict), f"line {number}: neither an event nor an object")
             kind = value.get("type")
@@ -155,11 +159,62 @@ def parse_repo_stream(data: bytes, max_events: int) -> ParsedStream:
                 stream.end = value
             else:
                 raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
+        if pending:
+            _decode_events(pending, test.events)
     except TraceFormatError as error:
         stream.error = str(error)
     if test is not None and stream.error is None:
         stream.tests.append(test)  # the run ended inside this test: its closed entries are kept
     return stream
+
+
+def _load(raw: bytes, number: int):
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise TraceFormatError(f"line {number}: not JSON ({error})") from error
+
+
+def _decode_events(pending: list[tuple[int, bytes]], events: list[dict]) -> None:
+    try:
+        values = json.loads(b"[" + b",".join(raw for _, raw in pending) + b"]")
+    except (ValueError, UnicodeDecodeError):
+        values = [_load(raw, number) for number, raw in pending]  # names the bad line
+    if len(values) != len(pending):  # a line that held more than one value
+        values = [_load(raw, number) for number, raw in pending]
+    for (number, _), value in zip(pending, values):
+        events.append(_event(value, len(events), number))
+
+
+_KINDS = frozenset({"call", "line", "return", "exception"})
+_INT_LIMIT = 2 ** 31
+
+
+def _event(values, expected: int, number: int) -> dict:
+    """One event array, checked as strictly as `pipeline.tracefile` checks a function trace's."""
+    if type(values) is not list or len(values) != 10:
+        raise TraceFormatError(f"line {number}: event {expected}: not a 10-field array")
+    index, kind, frame_id, parent, depth, lineno, function, source, pairs, arg = values
+    if index != expected or type(index) is not int:
+        raise TraceFormatError(f"line {number}: event {expected}: index {index!r} out of order")
+    if kind not in _KINDS:
+        raise TraceFormatError(f"line {number}: event {expected}: unknown event type {kind!r}")
+    for value in (frame_id, depth, lineno):
+        if type(value) is not int or not 0 <= value < _INT_LIMIT:
+            raise TraceFormatError(f"line {number}: event {expected}: bad frame_id/depth/lineno {value!r}")
+    if parent is not None and (type(parent) is not int or not 0 <= parent < _INT_LIMIT):
+        raise TraceFormatError(f"line {number}: event {expected}: bad parent {parent!r}")
+    if type(function) is not str or type(source) is not str or (arg is not None and type(arg) is not str):
+        raise TraceFormatError(f"line {number}: event {expected}: bad function/source/arg")
+    if type(pairs) is not list:
+        raise TraceFormatError(f"line {number}: event {expected}: bad locals")
+    local_pairs = []
+    for pair in pairs:
+        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
+            raise TraceFormatError(f"line {number}: event {expected}: bad locals")
+        local_pairs.append((pair[0], pair[1]))
+    return {"index": index, "event": kind, "frame_id": frame_id, "parent_frame_id": parent, "depth": depth,
+            "lineno": lineno, "function": function, "source": source, "locals": local_pairs, "arg": arg}
 
 
 def _entry(value: dict, events: list[dict], number: int) -> dict:
@@ -208,8 +263,10 @@ def cut_entry(events: list[dict], entry: dict) -> list[dict]:
 
 
 def repo_trace_id(path: str, qualname: str, code: str, input_: str, exit_: str, events: list[dict]) -> str:
-    """Content hash of the function and what happened (not of the test, the repository or the commit)."""
-    payload = json.dumps([path, qualname, code, input_, exit_, events], sort_keys=True, separators=(",", ":"))
+    """Content hash of the function and what happened (not of the test, the repository or the commit).
+
+    Events are dicts built by `cut_entry` in one fixed key order, so no key sorting is needed."""
+    payload = json.dumps([path, qualname, code, input_, exit_, events], separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -424,11 +481,14 @@ def trace_request(spec: RepoSpec, worktree: str, env_dir: str, scratch: str, set
     }
 
 
-def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result):
+def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result, untraced=False):
+    """Run the suite in the trace sandbox; `untraced` runs it the same way without the tracer (the
+    benchmark's baseline)."""
     with counter.timed():
         scratch = os.path.join(run_dir, "scratch")
+        shutil.rmtree(scratch, ignore_errors=True)
         os.makedirs(scratch)
-        request = trace_request(spec, worktree, env_dir, scratch, settings)
+        request = dict(trace_request(spec, worktree, env_dir, scratch, settings), untraced=untraced)
         path = _write_request(run_dir, "trace.json", request)
         venv = request["venv"]
         python_path = [TRACERS_PARENT] + [p for p in (os.path.join(worktree, "src"),) if os.path.isdir(p)] + [worktree]

@@ -134,6 +134,29 @@ class Box:
 """
 
 
+MUTATES = """
+def mutates(n):
+    values = [n * 1000, 2000]
+    for step in range(3):
+        values[0] = values[0] + step + 1
+        values.append(step)
+    table = {"a": n * 1000}
+    table["a"] = table["a"] + 1
+    table["b"] = (1, 2)
+    frozen = (values, 1)
+    values.append(None)
+    return values, table, frozen
+"""
+
+
+def test_cached_reprs_follow_in_place_changes(tmp_path):
+    """Reprs of unchanged containers are reused; any change to what they show must still appear."""
+    traced = Traced(tmp_path, MUTATES)
+    traced.run(lambda m: m.mutates(7))
+    ((_, events),) = traced.entries()
+    assert plain(events) == trace_source(MUTATES, "mutates", "7")["events"]
+
+
 def test_every_call_is_an_entry_with_relative_frames(tmp_path):
     traced = Traced(tmp_path, NESTED)
     traced.run(lambda m: m.outer(1))
