@@ -6,6 +6,7 @@ import sys
 from pipeline.config import JobConfig
 from pipeline.job import JobIncomplete
 from pipeline.sandbox import BACKENDS
+from pipeline.stages.go_runs import GoSettings
 from pipeline.stages.trace_functions import TraceSettings
 
 
@@ -32,6 +33,16 @@ def build_parser() -> argparse.ArgumentParser:
     functions.add_argument("--per-trace", type=int, default=JobConfig.per_trace,
                            help="trajectories per trace and direction")
     _add_run_options(functions)
+
+    go = commands.add_parser("trace-go", help="run Go programs N times under runtime/trace")
+    go.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")
+    go.add_argument("--runs", type=int, default=GoSettings.runs, help="runs per program")
+    go.add_argument("--timeout", type=float, default=GoSettings.timeout_s, help="seconds per run")
+    go.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
+    go.add_argument("--race", action="store_true", help="build with the race detector")
+    go.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
+    go.add_argument("--sandbox", choices=BACKENDS, default="bwrap")
+    _add_run_options(go)
 
     resample = commands.add_parser("trajectories", help="re-sample trajectories from stored traces")
     resample.add_argument("--traces", required=True, help="a dataset (the --out of a tracing job)")
@@ -60,6 +71,17 @@ def main(argv: list[str] | None = None) -> int:
                                                    record_timeout_s=args.record_timeout))
             trace_functions_job(args.input, args.out, config, workers=args.workers, address=args.ray_address,
                                 overwrite=args.overwrite)
+            from pipeline.inspect import summarize
+            print(summarize(args.out))
+            return 0
+        if args.command == "trace-go":
+            from pipeline.go_job import trace_go_job
+            settings = GoSettings(runs=args.runs, timeout_s=args.timeout, race=args.race,
+                                  max_events=args.max_events,
+                                  gomaxprocs=tuple(int(x) for x in args.gomaxprocs.split(",") if x.strip()))
+            trace_go_job(args.programs, args.out, JobConfig(sandbox=args.sandbox, seed=args.seed),
+                         settings=settings, workers=args.workers, address=args.ray_address,
+                         overwrite=args.overwrite)
             from pipeline.inspect import summarize
             print(summarize(args.out))
             return 0

@@ -51,6 +51,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
                      f"max {lengths.max()}  total {lengths.sum()}")
         mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
         lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
+    lines += _go_report(out)
     failures = load_table(out, "failures")
     lines += ["", "failures by stage and reason:"]
     if failures is None:
@@ -73,6 +74,26 @@ def summarize(out: str, *, examples: int = 1) -> str:
             lines.append(f"  {stage:<12} in {values['in']:>6}  out {values['out']:>6}  "
                          f"{values['seconds']:>8.2f}s  dropped: {dropped}")
     return "\n".join(lines)
+
+
+def _go_report(out: str) -> list[str]:
+    """Go runs by status, and where the scheduler's next event was most uncertain."""
+    runs = load_table(out, "go_runs")
+    if runs is None:
+        return []
+    lines = ["", "go runs by status:"]
+    lines += [f"  {status:<12} {n:>6}" for status, n in counts(runs, "status")]
+    lines.append(f"events per run: median {runs['n_events'].median():.0f}  max {runs['n_events'].max()}")
+    next_event = load_table(out, "go_next_event")
+    if next_event is not None:
+        lines.append("next-event rows by prefix kind (mean entropy, bits):")
+        summary = next_event.group_by("prefix_kind").agg(pl.len(), pl.col("entropy").mean()).sort("prefix_kind")
+        lines += [f"  {kind:<10} {n:>7} rows  {entropy:.3f}" for kind, n, entropy in summary.iter_rows()]
+        top = next_event.sort(["entropy", "program_id", "depth"], descending=[True, False, False]).row(0, named=True)
+        probs = "  ".join(f"{name} {p:.2f}" for name, p in top["probs"].items() if p > 0)
+        lines.append(f"most uncertain: {top['program_id']} {top['prefix_kind']} depth {top['depth']} "
+                     f"(n={top['n']}, {top['entropy']:.2f} bits): {probs}")
+    return lines
 
 
 def _example_traces(traces: pl.DataFrame, n: int) -> list[dict]:
