@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from pipeline.stages.go_runs import (GoSettings, HarnessOutputError, canonical_ids, is_complete,
-                                     parse_harness_output, read_trace, renumber)
+from pipeline.stages.go_harness_output import HarnessOutputError, canonical_ids, parse_harness_output, renumber
+from pipeline.stages.go_runs import GoSettings, is_complete, read_trace
 
 WORK = "/scratch/work"
 
