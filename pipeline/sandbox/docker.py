@@ -123,9 +123,10 @@ class DockerSandbox(Sandbox):
         from docker.types import Mount, Ulimit
 
         mounts = [Mount(io_dir, io_dir, type="bind")]
-        if self.goroot and not self.image_has_go and os.path.isdir(self.goroot):
+        given = {os.path.normpath(bind.path) for bind in binds}  # a caller's bind wins over these defaults
+        if self.goroot and not self.image_has_go and os.path.isdir(self.goroot) and self.goroot not in given:
             mounts.append(Mount(self.goroot, self.goroot, type="bind", read_only=True))
-        if network and self.ca_bundle and os.path.isfile(self.ca_bundle):
+        if network and self.ca_bundle and os.path.isfile(self.ca_bundle) and self.ca_bundle not in given:
             mounts.append(Mount(self.ca_bundle, self.ca_bundle, type="bind", read_only=True))
         mounts += [Mount(bind.path, bind.path, type="bind", read_only=not bind.writable) for bind in binds]
         environment = {"PATH": DEFAULT_PATH, "HOME": "/tmp", **env}

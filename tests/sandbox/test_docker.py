@@ -201,8 +201,10 @@ def test_no_network_has_no_interface_but_loopback(docker_sandbox):
 
 
 @pytest.mark.skipif(not os.path.isdir("/usr/local/go"), reason="no Go toolchain at /usr/local/go on this host")
-def test_host_go_toolchain_is_visible(docker_sandbox):
-    result = docker_sandbox.run(["go", "version"])
+@pytest.mark.parametrize("bound_by_caller", [False, True])
+def test_host_go_toolchain_is_visible(docker_sandbox, bound_by_caller):
+    binds = [Bind("/usr/local/go")] if bound_by_caller else []
+    result = docker_sandbox.run(["go", "version"], binds=binds)
     assert result.ok and result.stdout_tail.startswith(b"go version"), result.describe()
 
 
