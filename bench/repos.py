@@ -1,7 +1,7 @@
 """Benchmark: one repository traced per sandbox backend — wall time per stage, and events/s against the
 untraced test run.
 
-    .venv/bin/python bench/repos.py [--backends bwrap docker] [--cases 40] [--record]
+    .venv/bin/python bench/repos.py [--backends bwrap docker] [--cases 40] [--repeat 3] [--record]
 
 Builds a pure-Python fixture repository (`wordkit`: text utilities, sorting and number algorithms, a
 small matrix class; a parametrized pytest suite) as a real git repo, then for each backend:
@@ -10,7 +10,9 @@ small matrix class; a parametrized pytest suite) as a real git repo, then for ea
    untraced baseline), then with it, side by side on the same venv,
 3. cuts the traces (strict parse, one row per entry, dedup) and writes them as Parquet shards.
 Prints the seconds of clone / install / trace / cut / write, the events the tracer recorded, events/s
-of the traced run, and traced ÷ untraced wall time. `--record` appends the table to bench/RESULTS.md
+of the traced run, the tracer's µs per event over the untraced run, and traced ÷ untraced wall time.
+With --repeat R each backend runs R times (interleaved) and the run with the fastest traced run is
+shown: the machine is shared and noisy. `--record` appends the table to bench/RESULTS.md
 under `## Repositories`.
 """
 
@@ -219,11 +221,11 @@ def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, sett
         stream, _, outcome = trace_repos._trace(spec, checkout.path, env_dir, run_dir, sandbox, settings,
                                                 counters["untraced"], baseline, untraced=True)
         untraced_tests = len(stream.tests)
+        cutter = trace_repos.EntryCutter(spec, checkout, settings, counters["cut"])
         stream, log_tail, outcome = trace_repos._trace(spec, checkout.path, env_dir, run_dir, sandbox, settings,
-                                                       counters["trace"], result)
-        with counters["cut"].timed():
-            trace_repos._report(stream, log_tail, outcome, spec, counters["trace"], fail)
-            result.traces = trace_repos._cut(stream, spec, checkout, settings, counters["cut"], fail)
+                                                       counters["trace"], result, on_test=cutter)
+        trace_repos._report(stream, log_tail, outcome, spec, counters["trace"], fail)
+        result.traces = cutter.finish(fail)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     write_s = write_seconds(result, str(work / f"out-{backend}"))
@@ -231,7 +233,7 @@ def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, sett
     return {
         "backend": backend, "clone": counters["clone"].seconds, "install": counters["install"].seconds,
         "untraced": baseline.timings["trace_run_s"], "trace": result.timings["trace_run_s"],
-        "cut": counters["cut"].seconds + counters["trace"].seconds - result.timings["trace_run_s"],
+        "cut": counters["cut"].seconds + counters["trace"].seconds - result.timings["trace_run_s"],  # parse + cut
         "write": write_s, "tests": result.timings["tests"], "untraced_tests": untraced_tests, "events": events,
         "rows": len(result.traces), "row_events": sum(row["n_events"] for row in result.traces),
         "failures": [f"{row['error_type']}: {row['message'][:120]}" for row in result.failures],
@@ -240,12 +242,13 @@ def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, sett
 
 def table(results: list[dict]) -> str:
     lines = ["| backend | clone s | install s | untraced run s | traced run s | cut s | write s | tests | "
-             "events recorded | events/s (traced run) | traced ÷ untraced | rows (events) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "events recorded | events/s (traced run) | µs/event over untraced | traced ÷ untraced | rows (events) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['backend']} | {r['clone']:.2f} | {r['install']:.2f} | {r['untraced']:.2f} | "
                      f"{r['trace']:.2f} | {r['cut']:.2f} | {r['write']:.2f} | {r['tests']} | {r['events']:,} | "
-                     f"{r['events'] / r['trace']:,.0f} | {r['trace'] / r['untraced']:.2f} | "
+                     f"{r['events'] / r['trace']:,.0f} | {(r['trace'] - r['untraced']) / r['events'] * 1e6:.1f} | "
+                     f"{r['trace'] / r['untraced']:.2f} | "
                      f"{r['rows']:,} ({r['row_events']:,}) |")
     return "\n".join(lines)
 
@@ -254,6 +257,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["bwrap", "docker"])
     parser.add_argument("--cases", type=int, default=40, help="parametrized cases per test function")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per backend; the fastest traced run is kept")
     parser.add_argument("--pip-cache", default=os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache"))
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
@@ -263,7 +267,11 @@ def main() -> None:
         spec = RepoSpec(name="wordkit", url=str(path), ref="main", timeout_s=600)
         settings = TraceSettings()
         bench_backend(args.backends[0], spec, work / "warm", args.pip_cache, settings)  # warm pip's cache
-        results = [bench_backend(backend, spec, work, args.pip_cache, settings) for backend in args.backends]
+        runs = {backend: [] for backend in args.backends}
+        for round_ in range(args.repeat):
+            for backend in args.backends:
+                runs[backend].append(bench_backend(backend, spec, work / f"round{round_}", args.pip_cache, settings))
+        results = [min(runs[backend], key=lambda r: r["trace"]) for backend in args.backends]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = table(results)
@@ -272,7 +280,8 @@ def main() -> None:
         if r["failures"] or r["untraced_tests"] != r["tests"]:
             print(f"{r['backend']}: {r['untraced_tests']} untraced tests, failures: {r['failures']}")
     if args.record:
-        command = f"$ .venv/bin/python bench/repos.py --backends {' '.join(args.backends)} --cases {args.cases} --record"
+        command = (f"$ .venv/bin/python bench/repos.py --backends {' '.join(args.backends)} --cases {args.cases} "
+                   f"--repeat {args.repeat} --record")
         note = (f"{time.strftime('%Y-%m-%d')}, `{command}` (CPython {platform.python_version()}, "
                 f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end):")
         with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:

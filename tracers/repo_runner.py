@@ -370,6 +370,7 @@ def trace(request):
     budgets = request.get("budgets") or {}
     sink = Sink(handle, int(budgets.get("max_output_bytes", 192 << 20)) - 4096)
     header(sink, budgets)
+    sink.flush()
     roots = [request["worktree"]] + [root for root in request.get("extra_roots", []) if root]
     replacements = [(request["worktree"], "<repo>"), (scratch, "<scratch>")]
     replacements += [(root, "<repo>") for root in request.get("extra_roots", [])]

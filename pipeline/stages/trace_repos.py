@@ -22,6 +22,7 @@ directory, network access, a fork bomb, a run killed by the sandbox, malformed t
 
 import hashlib
 import inspect
+import io
 import json
 import os
 import shutil
@@ -75,6 +76,7 @@ class ParsedTest:
     entries: list[dict] = field(default_factory=list)
     outcome: str | None = None
     message: str | None = None
+    n_events: int = 0
 
 
 @dataclass
@@ -100,19 +102,35 @@ def _int(value) -> bool:
     return type(value) is int and 0 <= value < 2**31
 
 
-def parse_repo_stream(data: bytes, max_events: int) -> ParsedStream:
-    """Parse the plugin's output strictly. Tests parsed before a malformed line are kept; the first
-    malformed line ends the parse with `error` set. A torn last line (a killed writer) is dropped.
+def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | None = None) -> ParsedStream:
+    """Parse the plugin's output (bytes or a binary file) strictly.
 
-    Event lines are decoded in batches (one `json.loads` per run of events) and checked field by field
-    with plain loops: the stream of a large suite holds hundreds of thousands of them."""
+    Tests parsed before a malformed line are kept; the first malformed line ends the parse with
+    `error` set. A torn last line (a killed writer) is dropped. `on_test(stream, test)` is called as
+    each test is complete (and for a test the run ended inside), after which its events are released
+    (`n_events` keeps their count): a large suite is never held in memory at once. Event lines are
+    decoded in batches (one `json.loads` per run of events) and checked with plain loops."""
     stream = ParsedStream()
-    lines = data.split(b"\n")
-    lines.pop()  # the last piece is empty (a complete file) or torn
+    lines = io.BytesIO(source) if isinstance(source, bytes) else source
     test = None
     pending: list[tuple[int, bytes]] = []
+    read = 0
+
+    def finish(done: ParsedTest) -> None:
+        if on_test is not None:
+            on_test(stream, done)
+        done.n_events = len(done.events)
+        if on_test is not None:
+            done.events = []
+        stream.tests.append(done)
+
     try:
         for number, raw in enumerate(lines, start=1):
+            if not raw.endswith(b"\n"):
+                break  # torn by a kill
+            read += len(raw)
+            _check(max_bytes is None or read <= max_bytes, f"line {number}: output over {max_bytes} bytes")
+            raw = raw[:-1]
             _check(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
             if raw.startswith(b"[") and number > 1:
                 _check(test is not None and stream.end is None, f"line {number}: an event outside a test")
@@ -143,7 +161,7 @@ def parse_repo_stream(data: bytes, max_events: int) -> ParsedStream:
                 _check(value.get("outcome") in OUTCOMES and _opt_str(value.get("message")),
                        f"line {number}: bad test_end outcome or message")
                 test.outcome, test.message = value["outcome"], value.get("message")
-                stream.tests.append(test)
+                finish(test)
                 test = None
             elif kind == "collect_error":
                 _check(_opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
@@ -164,7 +182,7 @@ def parse_repo_stream(data: bytes, max_events: int) -> ParsedStream:
     except TraceFormatError as error:
         stream.error = str(error)
     if test is not None and stream.error is None:
-        stream.tests.append(test)  # the run ended inside this test: its closed entries are kept
+        finish(test)  # the run ended inside this test: its closed entries are kept
     return stream
 
 
@@ -325,11 +343,11 @@ def trace_repo(spec: RepoSpec, sandbox: Sandbox, cache: GitCache, settings: Trac
     try:
         env_dir = _install(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
         if env_dir is not None:
+            cutter = EntryCutter(spec, checkout, settings, counters["cut"])
             stream, log_tail, sandbox_result = _trace(spec, checkout.path, env_dir, run_dir, sandbox, settings,
-                                                      counters["trace"], result)
-            with counters["cut"].timed():
-                _report(stream, log_tail, sandbox_result, spec, counters["trace"], fail)
-                result.traces = _cut(stream, spec, checkout, settings, counters["cut"], fail)
+                                                      counters["trace"], result, on_test=cutter)
+            _report(stream, log_tail, sandbox_result, spec, counters["trace"], fail)
+            result.traces = cutter.finish(fail)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     return _done(result)
@@ -481,9 +499,9 @@ def trace_request(spec: RepoSpec, worktree: str, env_dir: str, scratch: str, set
     }
 
 
-def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result, untraced=False):
-    """Run the suite in the trace sandbox; `untraced` runs it the same way without the tracer (the
-    benchmark's baseline)."""
+def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result, on_test=None, untraced=False):
+    """Run the suite in the trace sandbox and parse its stream (`on_test` gets each test as it is
+    parsed); `untraced` runs it the same way without the tracer (the benchmark's baseline)."""
     with counter.timed():
         scratch = os.path.join(run_dir, "scratch")
         shutil.rmtree(scratch, ignore_errors=True)
@@ -506,25 +524,21 @@ def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result,
                                path], binds=binds, env=env, cwd=scratch, network=False, limits=limits)
         result.timings["trace_run_s"] = round(time.monotonic() - started, 6)
         out_dir = os.path.join(scratch, "out")
-        data = _read_bytes(os.path.join(out_dir, "trace.jsonl"), MAX_OUTPUT_BYTES + (1 << 20))
         log_tail = _read_tail(os.path.join(out_dir, "pytest.log"), 16 << 10)
-        stream = parse_repo_stream(data, max_events=10 << 20)
+        try:
+            with open(os.path.join(out_dir, "trace.jsonl"), "rb") as handle:
+                stream = parse_repo_stream(handle, 10 << 20, on_test, max_bytes=MAX_OUTPUT_BYTES + (1 << 20))
+        except OSError:
+            stream = ParsedStream()
         counter.n_in = len(stream.tests)
         counter.n_out = sum(test.outcome == "passed" for test in stream.tests)
         for test in stream.tests:
             if test.outcome != "passed":
                 counter.drop(test.outcome or "unfinished")
-        counter.events = result.timings["stream_events"] = sum(len(test.events) for test in stream.tests)
+        counter.events = result.timings["stream_events"] = sum(test.n_events for test in stream.tests)
         result.timings["tests"] = len(stream.tests)
+    counter.seconds -= getattr(on_test, "seconds", 0.0)  # cutting is the cut stage's time
     return stream, log_tail, outcome
-
-
-def _read_bytes(path: str, limit: int) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
-    except OSError:
-        return b""
 
 
 def _read_tail(path: str, limit: int) -> str:
@@ -542,7 +556,7 @@ def _report(stream: ParsedStream, log_tail: str, outcome, spec: RepoSpec, counte
     name = repr(spec.name)
     running = stream.tests[-1].nodeid if stream.tests and stream.tests[-1].outcome is None else None
     during = f" while {running} was running" if running else ""
-    if stream.header is None:
+    if stream.header is None and outcome.cause is None:
         fail("trace", "TraceFailed", f"repository {name}: the traced test run produced no output "
                                      f"({outcome.describe()})", log_tail[-4000:] or None)
         return
@@ -573,7 +587,7 @@ def _report(stream: ParsedStream, log_tail: str, outcome, spec: RepoSpec, counte
     elif outcome.returncode == HUNG_EXIT or (end is not None and end.get("exitstatus") is None):
         fail("trace", "TestHung", f"repository {name}: {(end or {}).get('reason') or 'a test hung'}; the run "
                                   f"was ended; traces recorded before are kept", log_tail[-4000:] or None)
-    elif end is None and stream.error is None:
+    elif end is None and stream.error is None and stream.header is not None:
         fail("trace", "TraceIncomplete", f"repository {name}: the traced test run ended without finishing its "
                                          f"output ({outcome.describe()}){during}", log_tail[-4000:] or None)
     elif end is not None and end.get("reason"):
@@ -594,43 +608,55 @@ _VIOLATION_TEXT = {
 }
 
 
-def _cut(stream: ParsedStream, spec: RepoSpec, checkout, settings: TraceSettings, counter, fail) -> list[dict]:
-    header = stream.header or {}
-    python = str(header.get("python"))[:20]
-    tracer_version = str(header.get("tracer_version"))[:20]
-    max_events = spec.max_events or settings.max_events
-    sources = SourceReader(checkout.path)
-    rows, seen, bad = [], set(), []
-    for test in stream.tests:
+class EntryCutter:
+    """Called with each parsed test: cuts its entries into `traces` rows, identical traces once."""
+
+    def __init__(self, spec: RepoSpec, checkout, settings: TraceSettings, counter: StageCounters):
+        self.spec, self.checkout, self.counter = spec, checkout, counter
+        self.max_events = spec.max_events or settings.max_events
+        self.sources = SourceReader(checkout.path)
+        self.rows: list[dict] = []
+        self.bad: list[str] = []
+        self.seen: set[str] = set()
+        self.seconds = 0.0
+
+    def __call__(self, stream: ParsedStream, test: ParsedTest) -> None:
+        start = time.perf_counter()
+        header = stream.header or {}
+        python, version = str(header.get("python"))[:20], str(header.get("tracer_version"))[:20]
         for entry in test.entries:
-            counter.n_in += 1
+            self.counter.n_in += 1
             try:
-                _check(entry["n"] <= max_events, f"entry has {entry['n']} events, over max_events={max_events}")
+                _check(entry["n"] <= self.max_events, f"{entry['n']} events, over max_events={self.max_events}")
                 events = cut_entry(test.events, entry)
             except TraceFormatError as error:
-                bad.append(f"{test.nodeid} {entry['qualname']}: {error}")
+                self.bad.append(f"{test.nodeid} {entry['qualname']}: {error}")
                 continue
-            code = sources.block(entry["path"], entry["firstlineno"])
-            exit_ = entry["exit"]
-            trace_id = repo_trace_id(entry["path"], entry["qualname"], code, entry["input"], exit_, events)
-            if trace_id in seen:
-                counter.drop("duplicate")
+            code = self.sources.block(entry["path"], entry["firstlineno"])
+            trace_id = repo_trace_id(entry["path"], entry["qualname"], code, entry["input"], entry["exit"], events)
+            if trace_id in self.seen:
+                self.counter.drop("duplicate")
                 continue
-            seen.add(trace_id)
-            rows.append({
+            self.seen.add(trace_id)
+            self.rows.append({
                 "trace_id": trace_id,
-                "source_id": f"{spec.name}@{checkout.commit}:{entry['path']}:{entry['qualname']}",
-                "source_kind": "repo", "repo_url": spec.url, "commit": checkout.commit, "path": entry["path"],
-                "qualname": entry["qualname"], "test_id": test.nodeid, "code": code, "input": entry["input"],
-                "python_version": python, "tracer_version": tracer_version, "exit": exit_,
-                "truncated": entry["truncated"], "truncation_reason": entry["reason"] if entry["truncated"] else None,
+                "source_id": f"{self.spec.name}@{self.checkout.commit}:{entry['path']}:{entry['qualname']}",
+                "source_kind": "repo", "repo_url": self.spec.url, "commit": self.checkout.commit,
+                "path": entry["path"], "qualname": entry["qualname"], "test_id": test.nodeid, "code": code,
+                "input": entry["input"], "python_version": python, "tracer_version": version,
+                "exit": entry["exit"], "truncated": entry["truncated"],
+                "truncation_reason": entry["reason"] if entry["truncated"] else None,
                 "n_events": len(events), "events": events,
             })
-    if bad:
-        counter.drop("BadEntry", len(bad))
-        fail("parse", "BadEntry", f"repository {spec.name!r}: {len(bad)} entries could not be cut from the "
-                                  f"stream; first: {bad[0]}")
-    counter.n_out = len(rows)
-    counter.events = sum(row["n_events"] for row in rows)
-    return rows
+        elapsed = time.perf_counter() - start
+        self.seconds += elapsed
+        self.counter.seconds += elapsed
 
+    def finish(self, fail) -> list[dict]:
+        if self.bad:
+            self.counter.drop("BadEntry", len(self.bad))
+            fail("parse", "BadEntry", f"repository {self.spec.name!r}: {len(self.bad)} entries could not be cut "
+                                      f"from the stream; first: {self.bad[0]}")
+        self.counter.n_out = len(self.rows)
+        self.counter.events = sum(row["n_events"] for row in self.rows)
+        return self.rows

@@ -195,6 +195,18 @@ HANG = _plain("""
         assert double(6) == 12
     """)
 
+SUITE_HANGS = _plain(SIMPLE_LIB, """
+    from lib.code import double
+
+    def test_double():
+        assert double(1) == 2
+    """, {"tests/conftest.py": """
+        import time
+
+        time.sleep(3600)  # collection never ends: only the trace phase's wall clock stops it
+        """})
+
+
 def socket_conftest(port: int) -> dict[str, str]:
     """A conftest that connects to a server on the host's loopback when it is imported."""
     return _plain(SIMPLE_LIB, """

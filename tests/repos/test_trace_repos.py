@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 
 CONFIG = JobConfig(per_trace=1)
 PIP_CACHE = os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache")
-FAILING_REPOS = ("unreachable", "missing-ref", "bad-install", "syntax", "failing", "hang", "socket", "write",
-                 "fork-bomb", "flood")
+FAILING_REPOS = ("unreachable", "missing-ref", "bad-install", "syntax", "failing", "hang", "suite-hangs",
+                 "socket", "write", "fork-bomb", "flood")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,7 @@ def repos(tmp_path_factory, listener) -> dict:
     fixtures.commit(calc, fixtures.CALC_LATER, "later")
     for name, files in (("bad-install", fixtures.BAD_INSTALL), ("syntax", fixtures.SYNTAX_ERROR),
                         ("failing", fixtures.FAILING), ("hang", fixtures.HANG),
+                        ("suite-hangs", fixtures.SUITE_HANGS),
                         ("socket", fixtures.socket_conftest(listener)), ("write", fixtures.WRITE_OUTSIDE),
                         ("fork-bomb", fixtures.FORK_BOMB), ("flood", fixtures.FLOOD),
                         ("missing-ref", fixtures.FAILING)):
@@ -62,7 +63,8 @@ def manifest_text(repos: dict) -> str:
     parts = []
     for name, (path, _) in repos.items():
         ref = {"calc": "v0.1", "missing-ref": "no-such-branch"}.get(name, "main")
-        parts.append(f'[[repo]]\nname = "{name}"\nurl = "{path}"\nref = "{ref}"\ntimeout_s = 60\n'
+        timeout = 6 if name == "suite-hangs" else 60
+        parts.append(f'[[repo]]\nname = "{name}"\nurl = "{path}"\nref = "{ref}"\ntimeout_s = {timeout}\n'
                      f'test_timeout_s = 3\n')
     parts.append('[[repo]]\nname = "unreachable"\nurl = "https://127.0.0.1:9/nothing.git"\nref = "main"\n')
     return "\n".join(parts)
@@ -165,6 +167,7 @@ def test_every_failing_repository_has_its_failure_rows(job):
         "syntax": ("trace", "CollectionError", "SyntaxError"),
         "failing": ("trace", "TestsFailed", "tests/test_lib.py::test_fails"),
         "hang": ("trace", "TestTimeout", "tests/test_lib.py::test_hangs"),
+        "suite-hangs": ("trace", "TraceTimeout", "wall-clock limit of 6s exceeded"),
         "socket": ("trace", "NetworkAccess", "127.0.0.1"),
         "write": ("trace", "WriteOutsideScratch", "written.txt"),
         "fork-bomb": ("trace", "ForkBomb", "tests/test_lib.py::test_fork_bomb"),
@@ -208,7 +211,7 @@ def test_the_write_outside_scratch_never_landed(job, repos):
 
 def test_stats_count_each_stage(job):
     stats = job["manifest"]["stats"]
-    assert stats["clone"]["in"] == 11 and stats["clone"]["dropped"] == {"CloneFailed": 1, "RefNotFound": 1}
+    assert stats["clone"]["in"] == 12 and stats["clone"]["dropped"] == {"CloneFailed": 1, "RefNotFound": 1}
     assert stats["install"]["dropped"] == {"InstallFailed": 1}
     assert stats["trace"]["events"] > 0 and stats["cut"]["out"] == len(job["traces"])
 
@@ -222,7 +225,7 @@ def _sandbox(backend: str):
         except RuntimeError as error:
             if os.environ.get("CI") == "true":
                 pytest.fail(f"CI=true and no Docker engine: {error}")
-            pytest.skip(f"no Docker engine answers: {error}")
+            pytest.skip(str(error))
     return make_sandbox(backend)
 
 
