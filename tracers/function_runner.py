@@ -133,9 +133,17 @@ def _kill_group(pid):
 
 
 def _append_end(trace_path, reason):
-    """Close a trace whose child did not write its end object (killed, crashed, or out of memory)."""
-    with open(trace_path, "a+b") as out:
-        size = out.tell()
+    """Close a trace whose child did not write its end object (killed, crashed, or out of memory).
+
+    The traced code may have replaced its trace file with a link: it is never followed, and such a
+    trace is left for the host to reject.
+    """
+    try:
+        fd = os.open(trace_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    with os.fdopen(fd, "r+b") as out:
+        size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - 4096))
         tail = out.read()
         last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
@@ -143,6 +151,7 @@ def _append_end(trace_path, reason):
             return
         out.seek(0)
         started = b'"type": "start"' in out.read(4096)
+        out.seek(0, os.SEEK_END)
         if tail and not tail.endswith(b"\n"):
             out.write(b"\n")  # a torn last line is dropped by the host's strict parser
         end = {"type": "end", "exit": "never", "truncated": True, "reason": reason} if started else \

@@ -26,7 +26,6 @@ import hashlib
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -37,6 +36,7 @@ import zstandard
 from pipeline import go_build
 from pipeline.failures import failure_row
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
+from pipeline.sandbox.files import open_sandbox_file
 from pipeline.sources.go import GoProgram
 from pipeline.stages.go_harness_output import (HarnessOutputError, canonical_ids, parse_harness_output,
                                                parse_trace_output, renumber, run_gpaths)
@@ -179,16 +179,13 @@ def run_row(program: GoProgram, run: dict, events: list[dict], goroutines: list[
 def read_trace(path: str, limit: int) -> tuple[int | None, bytes | None]:
     """(size, bytes) of a trace the sandbox wrote; bytes None when over `limit`. Never follows a link
     and reads only a regular file: the sandboxed program could have replaced the trace with either."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    handle = open_sandbox_file(path)
+    if handle is None:
         return None, None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None, None
-        if info.st_size > limit:
-            return info.st_size, None
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            return size, None
         data = handle.read(limit + 1)
     return (len(data), data) if len(data) <= limit else (len(data), None)
 

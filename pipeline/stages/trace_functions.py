@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import tracers
 from pipeline.failures import failure_row
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits
+from pipeline.sandbox.files import read_sandbox_file
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stats import StageCounters
 from pipeline.tracefile import TraceFormatError, parse_trace_file
@@ -147,11 +148,11 @@ def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: Trac
             cwd=scratch, limits=limits)
         outputs = {}
         for position in range(len(records)):
-            path = os.path.join(out_dir, "%06d.trace" % position)
-            if not os.path.isfile(path):
+            data = read_sandbox_file(os.path.join(out_dir, "%06d.trace" % position),
+                                     settings.max_bytes + (1 << 20))
+            if data is None:
                 break
-            with open(path, "rb") as handle:
-                outputs[position] = handle.read(settings.max_bytes + (1 << 20))
+            outputs[position] = data
         return result, outputs
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

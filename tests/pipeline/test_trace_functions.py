@@ -157,3 +157,19 @@ def test_the_sandbox_dying_blames_one_record_and_runs_the_rest(tmp_path):
     rows, failures, _ = trace_functions(records, make_sandbox("bwrap"), FAST, "test")
     assert [r["source_id"] for r in rows] == ["ok1", "ok2"]
     assert [(f["source_id"], f["error_type"]) for f in failures] == [("kill", "SandboxFailed")]
+
+
+def test_a_trace_file_replaced_by_a_link_is_never_followed(tmp_path):
+    """Traced code owns its output directory; a planted symlink must not make the host read a host file."""
+    code = ("import os, sys\n\ndef f():\n    out = sys.argv[2]\n    for name in os.listdir(out):\n"
+            "        if name.endswith('.trace'):\n            path = os.path.join(out, name)\n"
+            "            os.remove(path)\n            os.symlink('/etc/passwd', path)\n    return 1\n")
+    lines = [{"id": "planter", "code": code, "input": ""}, {"id": "after", "code": "def f():\n    return 2\n",
+                                                           "input": ""}]
+    jsonl = tmp_path / "links.jsonl"
+    jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    records, _ = read_function_records(str(jsonl))
+    rows, failures, _ = trace_functions(records, make_sandbox("bwrap"), FAST, "test")
+    assert [r["source_id"] for r in rows] == ["after"]
+    assert [f["source_id"] for f in failures] == ["planter"]
+    assert "root:" not in json.dumps(failures) + json.dumps(rows)
