@@ -50,10 +50,10 @@ CO_NEWLOCALS = 0x0002
 CO_VARARGS = 0x0004
 CO_VARKEYWORDS = 0x0008
 CO_SUSPENDS = 0x0020 | 0x0080 | 0x0100 | 0x0200  # generator, coroutine, iterable coroutine, async gen
-ALWAYS_EXCLUDED = ("**/conftest.py", "**/test_*.py", "**/*_test.py")
+ALWAYS_EXCLUDED = ("**/conftest.py", "**/test_*.py", "**/*_test.py", "**/site-packages")
 DEFAULT_INCLUDE = ("**/*.py",)
-DEFAULT_EXCLUDE = ("tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "setup.py",
-                   "noxfile.py", ".*")
+DEFAULT_EXCLUDE = ("**/tests", "**/test", "testing", "docs", "doc", "examples", "benchmarks", "setup.py",
+                   "noxfile.py", "**/.*")
 DEFAULT_BUDGETS = {
     "max_events": 10_000, "max_bytes": 8 << 20, "max_entries_per_test": 200,
     "max_entries_per_function_per_test": 20, "max_entries_per_function": 200, "max_entry_depth": 8,
