@@ -111,7 +111,8 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=8, help="records per unit (one Ray task)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per worker count; the best is kept")
     parser.add_argument("--tasks", type=int, default=2000, help="empty tasks for the overhead measurement")
-    parser.add_argument("--child-run", nargs=4, metavar=("INPUT", "OUT", "WORKERS", "CHUNK"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-run", nargs=4, metavar=("INPUT", "OUT", "WORKERS", "CHUNK"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--child-overhead", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_run:

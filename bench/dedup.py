@@ -138,7 +138,8 @@ def main() -> None:
     rows = [
         ("normalise + shingle (tracegen's; the same sets for both)", best["shingle"], None),
         ("MinHash: datasketch `MinHash()` + `update` per shingle", best["theirs_minhash"], None),
-        ("MinHash: tracegen `update_batch` (affine32, seed 1)", ours_minhash, best["theirs_minhash"] / ours_minhash),
+        ("MinHash: tracegen `update_batch` (affine32, seed 1)", ours_minhash,
+         best["theirs_minhash"] / ours_minhash),
         ("LSH resolve (MinHashLSH, first of a group kept; the same for both)", best["resolve"], None),
         ("**end to end: datasketch defaults**", theirs_total, 1.0),
         ("**end to end: tracegen**", ours_total, theirs_total / ours_total),

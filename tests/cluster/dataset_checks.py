@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-# The columns that identify a row of each table (what "same row ids" means when comparing runs).
+# The columns that identify a row of a table (what "same row ids" means when comparing runs); other tables
+# use all their flat columns.
 ROW_IDS = {
     "traces": ("trace_id",),
     "trajectories": ("trajectory_id",),
     "failures": ("unit_id", "source_id", "stage", "error_type"),
     "duplicates": ("source_id", "duplicate_of"),
-    "go_runs": ("program_id", "run_index"),
-    "go_next_event": ("program_id", "prefix_kind", "prefix_hash"),
 }
 
 

@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from cluster_helpers import MARK_VAR, RAY, ROOT, LocalCluster, kill_marked, marked_env, remove_tree
@@ -181,3 +182,23 @@ def test_a_submitted_job_with_a_missing_input_fails_naming_it(cluster, tmp_path)
     assert result.returncode != 0 and "failed" in result.stdout.lower()
     assert str(missing) in result.stdout and "--input" in result.stdout
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+@pytest.mark.skipif(not (ROOT / "jobs" / "trace_go.py").exists(), reason="jobs/trace_go.py is not there yet")
+@pytest.mark.skipif(shutil.which("go") is None and not Path("/usr/local/go/bin/go").exists(),
+                    reason="the Go toolchain is not installed")
+def test_the_go_job_runs_when_submitted_to_the_cluster(cluster, tmp_path):
+    """One task per program; the harness and its warm cache come from the per-machine cache."""
+    programs = tmp_path / "programs"
+    for name in ("sequential", "double_lock"):
+        shutil.copytree(ROOT / "examples" / "go" / name, programs / name)
+    out = tmp_path / "go"
+    result = cluster.submit("trace_go.py", "--programs", str(programs), "--runs", "2", "--timeout", "1",
+                            "--out", str(out))
+    assert result.returncode == 0 and "succeeded" in result.stdout, result.stdout[-4000:] + result.stderr[-2000:]
+    manifest = check_manifest(out)
+    assert manifest["units"] == 2
+    runs = pl.read_parquet([out / s["path"] for s in manifest["tables"]["go_runs"]["shards"]])
+    assert sorted(runs.select("program_id", "run_index", "status").rows()) == [
+        ("double_lock", 0, "deadlock"), ("double_lock", 1, "deadlock"), ("sequential", 0, "ok"),
+        ("sequential", 1, "ok")]
