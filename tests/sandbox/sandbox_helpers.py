@@ -1,7 +1,8 @@
 """Helpers shared by the sandbox backends' tests."""
 
-import os
 import time
+
+from pipeline.sandbox.bwrap import processes_of
 
 # Prints "<host> connected" or "<host> <exception name>" for each host given on the command line.
 CONNECT = """
@@ -14,19 +15,6 @@ for host in sys.argv[2:]:
     except OSError as error:
         print(host, type(error).__name__)
 """
-
-
-def processes_of(uid: int) -> list[int]:
-    """Host pids owned by `uid` (a sandbox's processes are host processes)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
-            except FileNotFoundError:
-                pass
-    return pids
 
 
 def wait_for_no_processes(uid: int, timeout: float) -> list[int]:
