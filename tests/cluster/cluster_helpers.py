@@ -12,6 +12,8 @@ everything stays on this one machine.
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import socket
@@ -122,6 +124,31 @@ def busy_workers(mark: str) -> list[int]:
     their child."""
     return [pid for pid in marked_pids(mark)
             if any(Path((cmdline(child) or [""])[0]).name == "bwrap" for child in children(pid))]
+
+
+def run_on_terminal(command: list[str], env: dict, cwd: Path, timeout: float) -> tuple[int, str]:
+    """Run `command` with a pseudo-terminal as stdout and stderr; (exit status, everything it wrote)."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:  # EIO: every writer is gone
+                    break
+                chunks.append(data)
+            elif process.poll() is not None:
+                break  # exited, and nothing more to read (a daemon it left may still hold the terminal)
+        else:
+            process.kill()
+            raise subprocess.TimeoutExpired(command, timeout)
+        return process.wait(), b"".join(chunks).decode(errors="replace")
+    finally:
+        os.close(master)
 
 
 def http_json(url: str, timeout: float = 5.0):

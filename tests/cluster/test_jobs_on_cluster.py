@@ -8,6 +8,7 @@ manifest. Everything runs in subprocesses; this process never joins a Ray cluste
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cluster_helpers import MARK_VAR, RAY, ROOT, LocalCluster, kill_marked, marked_env, remove_tree
+from cluster_helpers import (MARK_VAR, RAY, ROOT, LocalCluster, kill_marked, marked_env, remove_tree,
+                             run_on_terminal)
 from dataset_checks import assert_same_dataset, check_manifest, manifest_of
 
 pytestmark = [
@@ -117,8 +119,8 @@ def test_a_worker_killed_mid_unit_is_retried_and_the_dataset_equals_an_uninterru
 
 def test_a_driver_killed_mid_job_then_run_again_gives_the_uninterrupted_dataset(corpus, reference, tmp_path):
     """Plain `python jobs/trace_functions.py` (an embedded Ray): SIGKILL the driver and its Ray after some
-    units finished; a reader finds no manifest; the same command again skips the finished units and
-    completes the dataset."""
+    units finished; a reader finds no manifest; the same command again (on a terminal, so with its progress
+    line) skips the finished units and completes the dataset."""
     out = tmp_path / "killed-driver"
     mark = uuid.uuid4().hex
     ray_tmp = tempfile.mkdtemp(prefix="tgd-", dir="/tmp")
@@ -143,8 +145,13 @@ def test_a_driver_killed_mid_job_then_run_again_gives_the_uninterrupted_dataset(
         shards = {s["path"]: (out / s["path"]).stat().st_mtime_ns for data, _ in finished.values()
                   for infos in json.loads(data)["shards"].values() for s in infos}
 
-        rerun = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+        status, output = run_on_terminal(command, env, ROOT, timeout=300)
+        assert status == 0, output[-4000:]
+        # on a terminal the driver shows its live line: units done/failed/total, rows, events/s, ETA
+        progress = re.findall(r"\r  units (\d+) done, (\d+) failed, (\d+) total  rows (\d+)  [\d,]+ events/s  "
+                              r"eta \d+s", output)
+        assert progress and progress[-1][:3] == (str(UNITS), "0", str(UNITS)), output[-4000:]
+        assert int(progress[-1][3]) == sum(t["rows"] for t in manifest_of(out)["tables"].values())
         # the finished units were skipped: neither their records nor their shards were written again
         assert {name: (p.read_bytes(), p.stat().st_mtime_ns) for name, p in
                 ((name, out / "_units" / name) for name in finished)} == finished
