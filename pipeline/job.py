@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from pipeline.config import JobConfig
-from pipeline.dataset import open_root, read_manifest, write_manifest, write_text
+from pipeline.dataset import MANIFEST, open_root, read_manifest, write_manifest, write_text
 from pipeline.executor import Produce, Unit, execute_unit
 from pipeline.orchestrate import TerminalProgress, run_units
 
@@ -42,6 +42,8 @@ def prepare_output(out: str, config_hash: str, overwrite: bool) -> None:
         raise ValueError(f"output {out!r} already holds a dataset made with another config (hash "
                          f"{existing.get('config_hash')}, this job: {config_hash}); choose another --out "
                          f"or pass --overwrite to replace it")
+    # Un-commit first: were the driver killed while deleting, no manifest would be left listing deleted shards.
+    fs.delete_file(f"{root}/{MANIFEST}")
     for info in fs.get_file_info(_selector(root)):
         if info.type.name == "Directory":
             fs.delete_dir(info.path)

@@ -91,3 +91,46 @@ def test_a_job_over_another_input_on_the_same_output_does_not_get_the_old_rows(t
     rows = [pq.read_table(tmp_path / "out" / s["path"]).column("source_id").to_pylist()
             for s in manifest["tables"]["duplicates"]["shards"]]
     assert rows == [["second-input"]]
+
+
+class DyingFileSystem:
+    """A filesystem that lists directories in lexicographic order (as S3 does) and dies right after the
+    first table directory it deletes: a driver killed while `--overwrite` clears the old dataset."""
+
+    def __init__(self, fs):
+        self._fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def get_file_info(self, selector):
+        infos = self._fs.get_file_info(selector)
+        return sorted(infos, key=lambda info: info.path) if not isinstance(selector, (str, list)) else infos
+
+    def delete_dir(self, path):
+        self._fs.delete_dir(path)
+        if not path.endswith("/_units"):  # the first table directory
+            raise Died
+
+
+def test_a_driver_killed_while_overwriting_never_leaves_a_manifest_pointing_at_deleted_shards(tmp_path,
+                                                                                              monkeypatch):
+    import pipeline.job as job
+    from pipeline.config import JobConfig
+    from pipeline.dataset import read_manifest
+
+    monkeypatch.setattr(job, "run_units", lambda units, work, **_: ([work(unit) for unit in units], {}))
+    out = str(tmp_path / "out")
+    job.run_job([Unit(0, "functions-00000", None)], produce_first, out, JobConfig())
+    real_open_root = job.open_root
+    monkeypatch.setattr(job, "open_root", lambda uri: (DyingFileSystem(real_open_root(uri)[0]),
+                                                       real_open_root(uri)[1]))
+    with pytest.raises(Died):
+        job.run_job([Unit(0, "functions-00000", None)], produce_second, out, JobConfig(chunk_size=3),
+                    overwrite=True)
+    fs, root = real_open_root(out)
+    manifest = read_manifest(fs, root)
+    if manifest is not None:  # a reader trusting it must find every shard it lists
+        missing = [s["path"] for t in manifest["tables"].values() for s in t["shards"]
+                   if not (tmp_path / "out" / s["path"]).exists()]
+        assert not missing, f"the old manifest survived and lists deleted shards: {missing}"
