@@ -13,11 +13,9 @@ The git cache and the pip download cache live under `cache_dir` (default `$TRACE
 
 import functools
 import os
-import traceback
 
 from pipeline.config import JobConfig
 from pipeline.executor import Unit
-from pipeline.failures import failure_row
 from pipeline.git_cache import GitCache
 from pipeline.job import run_job
 from pipeline.sandbox import make_sandbox
@@ -37,22 +35,12 @@ def repo_units(specs: list[RepoSpec]) -> list[Unit]:
 
 def run_repo(spec: RepoSpec, unit_id: str, config: JobConfig, cache_dir: str, work_dir: str | None = None,
              pip_cache_dir: str | None = None) -> RepoResult:
-    """Trace one repository; a missing sandbox or an unexpected error is a failures row, never a raise."""
-    try:
-        sandbox = make_sandbox(config.sandbox)
-        cache = GitCache(os.path.join(cache_dir, "git"))
-        return trace_repo(spec, sandbox, cache, config.trace, unit_id, work_root=work_dir,
-                          pip_cache=pip_cache_dir or os.path.join(cache_dir, "pip"))
-    except (RuntimeError, ValueError, OSError) as error:
-        error_type, message = "SandboxUnavailable" if isinstance(error, RuntimeError) else type(error).__name__, \
-            f"repository {spec.name!r}: {error}"
-        tail = None
-    except Exception as error:  # a bug in tracegen: one repository, not the job
-        error_type, message = "InternalError", f"repository {spec.name!r}: {type(error).__name__}: {error}"
-        tail = traceback.format_exc()[-4000:]
-    row = failure_row(unit_id, f"{spec.name}@{spec.ref}", "trace_repo", error_type, message,
-                      spec.input_ref or spec.name, tail)
-    return RepoResult([], [row], {})
+    """Trace one repository. What the repository does wrong is a failures row; what is wrong with this
+    machine (no sandbox, an unwritable cache) raises, so the unit stays unfinished and a re-run retries it."""
+    sandbox = make_sandbox(config.sandbox)
+    cache = GitCache(os.path.join(cache_dir, "git"))
+    return trace_repo(spec, sandbox, cache, config.trace, unit_id, work_root=work_dir,
+                      pip_cache=pip_cache_dir or os.path.join(cache_dir, "pip"))
 
 
 def produce_repo(spec: RepoSpec, unit_id: str, config: JobConfig, cache_dir: str, work_dir: str | None = None,
