@@ -5,7 +5,8 @@ Layout under the root (a local path or any URI `pyarrow.fs` resolves):
     _units/{unit:05d}.json                       completion record of a unit (its shards and counters)
     stats.json                                   per stage in/out/dropped/seconds, per table rows and bytes
     manifest.json                                the dataset: config, per-table shards and totals, stats
-A unit whose completion record exists for the same config hash is finished and is skipped on re-run.
+A unit whose completion record exists for the same config hash and input fingerprint is finished and is
+skipped on re-run.
 """
 
 import datetime as dt
@@ -40,17 +41,20 @@ class UnitRecord:
     config_hash: str
     shards: dict[str, list[ShardInfo]] = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
+    fingerprint: str = ""
 
     def to_json(self) -> str:
         shards = {table: [info.as_dict() for info in infos] for table, infos in self.shards.items()}
         return json.dumps({"unit": self.unit, "unit_id": self.unit_id, "config_hash": self.config_hash,
-                           "shards": shards, "counters": self.counters}, sort_keys=True)
+                           "fingerprint": self.fingerprint, "shards": shards, "counters": self.counters},
+                          sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "UnitRecord":
         data = json.loads(text)
         shards = {table: [ShardInfo(**info) for info in infos] for table, infos in data["shards"].items()}
-        return cls(data["unit"], data["unit_id"], data["config_hash"], shards, data["counters"])
+        return cls(data["unit"], data["unit_id"], data["config_hash"], shards, data["counters"],
+                   data.get("fingerprint", ""))
 
 
 def unit_record_path(root: str, unit: int) -> str:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from pipeline.config import JobConfig
 from pipeline.dedup import DedupSettings, resolve_duplicates, signatures
-from pipeline.executor import Unit
+from pipeline.executor import Unit, fingerprint
 from pipeline.job import run_job
 from pipeline.orchestrate import map_tasks
 from pipeline.sandbox import make_sandbox
@@ -64,7 +64,10 @@ def chunk_units(records: list[FunctionRecord], read_failures: list[dict], duplic
                             [dict(row, unit_id=unit_id) for row in duplicates], counters)
         else:
             payload = Chunk(chunk, [], [], {})
-        units.append(Unit(index, unit_id, payload))
+        units.append(Unit(index, unit_id, payload, fingerprint(
+            [(r.id, r.code, r.input, r.entry) for r in payload.records],
+            [(row["input_ref"], row["message"]) for row in payload.read_failures],
+            [(row["source_id"], row["duplicate_of"]) for row in payload.duplicates])))
     return units
 
 

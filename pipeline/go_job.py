@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, fields, replace
 
 from pipeline import go_build
 from pipeline.config import JobConfig
-from pipeline.executor import Unit
+from pipeline.executor import Unit, fingerprint
 from pipeline.failures import failure_row
 from pipeline.job import run_job
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.go import GoProgram, NotAProgram, discover_programs
+from pipeline.sources.go import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go_next_event import next_event_rows
 from pipeline.stages.go_runs import GoSettings, GoTools, trace_program
 from pipeline.stats import StageCounters
@@ -64,7 +64,7 @@ def produce_program(entry: GoProgram | NotAProgram, unit_id: str, config: GoJobC
 
 def program_units(programs_dir: str) -> list[Unit]:
     """One unit per discovered entry, in program-id order; unit ids are `go:<program id>`."""
-    return [Unit(index, f"go:{entry.program_id}", entry)
+    return [Unit(index, f"go:{entry.program_id}", entry, fingerprint(entry.program_id, directory_digest(entry.path)))
             for index, entry in enumerate(discover_programs(programs_dir))]
 
 

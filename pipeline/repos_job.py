@@ -15,7 +15,7 @@ import functools
 import os
 
 from pipeline.config import JobConfig
-from pipeline.executor import Unit
+from pipeline.executor import Unit, fingerprint
 from pipeline.git_cache import GitCache
 from pipeline.job import run_job
 from pipeline.sandbox import make_sandbox
@@ -30,7 +30,8 @@ def default_cache_dir() -> str:
 
 def repo_units(specs: list[RepoSpec]) -> list[Unit]:
     """One unit per manifest entry, in manifest order."""
-    return [Unit(index, f"repo-{index:05d}-{spec.name}", spec) for index, spec in enumerate(specs)]
+    return [Unit(index, f"repo-{index:05d}-{spec.name}", spec, fingerprint(repr(spec)))
+            for index, spec in enumerate(specs)]
 
 
 def run_repo(spec: RepoSpec, unit_id: str, config: JobConfig, cache_dir: str, work_dir: str | None = None,

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from pipeline.dataset import open_root, read_manifest
 from pipeline.debugger.policy import PolicyConfig
-from pipeline.executor import Unit
+from pipeline.executor import Unit, fingerprint
 from pipeline.job import run_job
 from pipeline.stages.trajectories import sample_trajectories_stage
 
@@ -45,7 +45,8 @@ def resample_units(source: str) -> tuple[list[Unit], str]:
         raise ValueError(f"--traces {source!r} holds no dataset (no manifest.json); point it at the --out "
                          f"of a tracing job")
     shards = manifest["tables"]["traces"]["shards"]
-    units = [Unit(index, f"resample-{index:05d}", shard["path"]) for index, shard in enumerate(shards)]
+    units = [Unit(index, f"resample-{index:05d}", shard["path"], fingerprint(shard["sha256"]))
+             for index, shard in enumerate(shards)]
     return units, manifest["config_hash"]
 
 

@@ -10,6 +10,7 @@ The program id is the directory's path relative to DIR (posix). Names starting w
 A `go.mod` is optional: the harness writes `module prog` when there is none.
 """
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -68,6 +69,16 @@ def _has_go_files(path: Path) -> bool:
 def _entries(path: Path) -> list[os.DirEntry]:
     return sorted((e for e in os.scandir(path) if not e.name.startswith((".", "_")) and e.name not in SKIPPED),
                   key=lambda e: e.name)
+
+
+def directory_digest(path: str) -> str:
+    """sha256 over the relative names and bytes of the regular files below `path` (links not followed)."""
+    digest = hashlib.sha256()
+    root = Path(path)
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:

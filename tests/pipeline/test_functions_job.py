@@ -142,3 +142,23 @@ def test_trajectories_resample_from_stored_traces_without_retracing(dataset, tmp
     assert other["tables"]["trajectories"]["rows"] == 2 * n_traces  # forward + inverse, one each
     fresh = set(pl.read_parquet(f"{tmp_path}/other/trajectories/*.parquet")["trajectory_id"])
     assert fresh.isdisjoint(set(original["trajectory_id"]))
+
+
+def test_an_edited_input_reruns_only_the_units_whose_records_changed(dataset, corpus, tmp_path):
+    out = str(tmp_path / "edited")
+    shutil.copytree(dataset[0], out)
+    lines = Path(corpus).read_text().splitlines()
+    record = json.loads(lines[7])  # in unit 1 (chunk size 6)
+    record["code"] = "def f(*args, **kwargs):\n    return 'edited'\n"
+    lines[7] = json.dumps(record)
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join(lines) + "\n")
+    before = {p: os.stat(Path(out) / p).st_mtime_ns for p in shard_bytes(out)}
+    trace_functions_job(str(edited), out, CONFIG)
+    after = {p: os.stat(Path(out) / p).st_mtime_ns for p in shard_bytes(out)}
+    changed = {p for p in after if before.get(p) != after[p]}
+    # unit 1 holds the edited record; unit 0 also changes (its failure rows name the new file); unit 2 is skipped
+    assert "traces/part-00001-0000.parquet" in changed and not any("part-00002-" in p for p in changed)
+    traces = pl.read_parquet(f"{out}/traces/*.parquet")
+    row = traces.filter(pl.col("source_id") == record["id"]).to_dicts()[0]
+    assert row["events"][-1]["arg"] == "'edited'"
