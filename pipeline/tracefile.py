@@ -25,27 +25,41 @@ class ParsedTrace:
     failure: dict | None
 
 
-def _check(condition: bool, what: str) -> None:
+def require(condition: bool, what: str) -> None:
+    """Raise TraceFormatError(what) unless `condition` holds."""
     if not condition:
         raise TraceFormatError(what)
 
 
-def _event(values: list, expected_index: int) -> dict:
-    _check(isinstance(values, list) and len(values) == 10, f"event {expected_index}: not a 10-field array")
-    index, kind, frame_id, parent, depth, lineno, function, source, local_pairs, arg = values
-    _check(index == expected_index, f"event {expected_index}: index {index!r} out of order")
-    _check(kind in EVENT_KINDS, f"event {index}: unknown event type {kind!r}")
-    for name, value in (("frame_id", frame_id), ("depth", depth), ("lineno", lineno)):
-        _check(type(value) is int and 0 <= value < 2**31, f"event {index}: bad {name} {value!r}")
-    _check(parent is None or (type(parent) is int and 0 <= parent < 2**31), f"event {index}: bad parent")
-    _check(isinstance(function, str) and isinstance(source, str), f"event {index}: bad function/source")
-    _check(arg is None or isinstance(arg, str), f"event {index}: bad arg")
-    _check(isinstance(local_pairs, list) and all(
-        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str)
-        for pair in local_pairs), f"event {index}: bad locals")
+_INT_LIMIT = 2 ** 31
+
+
+def parse_event(values, expected_index: int, where: str = "") -> dict:
+    """One event array of the tracer (tracers/pytrace.py EVENT_FIELDS), checked field by field."""
+    at = f"{where}event {expected_index}"
+    if type(values) is not list or len(values) != 10:
+        raise TraceFormatError(f"{at}: not a 10-field array")
+    index, kind, frame_id, parent, depth, lineno, function, source, pairs, arg = values
+    if index != expected_index or type(index) is not int:
+        raise TraceFormatError(f"{at}: index {index!r} out of order")
+    if kind not in EVENT_KINDS:
+        raise TraceFormatError(f"{at}: unknown event type {kind!r}")
+    for value in (frame_id, depth, lineno):
+        if type(value) is not int or not 0 <= value < _INT_LIMIT:
+            raise TraceFormatError(f"{at}: bad frame_id/depth/lineno {value!r}")
+    if parent is not None and (type(parent) is not int or not 0 <= parent < _INT_LIMIT):
+        raise TraceFormatError(f"{at}: bad parent {parent!r}")
+    if type(function) is not str or type(source) is not str or (arg is not None and type(arg) is not str):
+        raise TraceFormatError(f"{at}: bad function/source/arg")
+    if type(pairs) is not list:
+        raise TraceFormatError(f"{at}: bad locals")
+    local_pairs = []
+    for pair in pairs:
+        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
+            raise TraceFormatError(f"{at}: bad locals")
+        local_pairs.append((pair[0], pair[1]))
     return {"index": index, "event": kind, "frame_id": frame_id, "parent_frame_id": parent, "depth": depth,
-            "lineno": lineno, "function": function, "source": source,
-            "locals": [tuple(pair) for pair in local_pairs], "arg": arg}
+            "lineno": lineno, "function": function, "source": source, "locals": local_pairs, "arg": arg}
 
 
 def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
@@ -53,35 +67,36 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    _check(bool(lines), "empty trace file")
+    require(bool(lines), "empty trace file")
     header = _object(lines[0], 0)
-    _check(header.get("type") == "header", "first line is not a header")
+    require(header.get("type") == "header", "first line is not a header")
     events, end, failure = [], None, None
     for number, raw in enumerate(lines[1:], start=1):
         if end is not None or failure is not None:
             raise TraceFormatError(f"line {number}: data after the end of the trace")
         if raw.startswith(b"["):
-            _check(len(events) < max_events, f"more than {max_events} events")
-            events.append(_event(_load(raw, number), len(events)))
+            require(len(events) < max_events, f"more than {max_events} events")
+            events.append(parse_event(load_line(raw, number), len(events)))
             continue
         obj = _object(raw, number)
         kind = obj.get("type")
         if kind == "start":
-            _check(not events, "start after events")
+            require(not events, "start after events")
         elif kind == "end":
-            _check(obj.get("exit") in EXITS and isinstance(obj.get("truncated"), bool), "bad end object")
+            require(obj.get("exit") in EXITS and isinstance(obj.get("truncated"), bool), "bad end object")
             end = obj
         elif kind == "failure":
-            _check(not events and isinstance(obj.get("message"), str), "bad failure object")
+            require(not events and isinstance(obj.get("message"), str), "bad failure object")
             failure = obj
         else:
             raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
-    _check(end is not None or failure is not None, "trace has no end")
+    require(end is not None or failure is not None, "trace has no end")
     return ParsedTrace(header, events, end, failure)
 
 
-def _load(raw: bytes, number: int):
-    _check(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+def load_line(raw: bytes, number: int):
+    """One JSON line, size-checked; TraceFormatError names the line."""
+    require(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
@@ -89,6 +104,6 @@ def _load(raw: bytes, number: int):
 
 
 def _object(raw: bytes, number: int) -> dict:
-    value = _load(raw, number)
-    _check(isinstance(value, dict), f"line {number}: expected an object")
+    value = load_line(raw, number)
+    require(isinstance(value, dict), f"line {number}: expected an object")
     return value

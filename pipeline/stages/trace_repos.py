@@ -22,7 +22,6 @@ directory, network access, a fork bomb, a run killed by the sandbox, malformed t
 
 import hashlib
 import inspect
-import io
 import json
 import os
 import shutil
@@ -35,16 +34,14 @@ import tracers
 from pipeline.failures import failure_row
 from pipeline.git_cache import GitCache, GitCacheError
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits
+from pipeline.sandbox.files import open_sandbox_file, read_sandbox_file
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.trace_functions import TraceSettings
 from pipeline.stats import StageCounters
-from pipeline.tracefile import MAX_LINE_BYTES, TraceFormatError
+from pipeline.stages.repo_stream import VIOLATIONS, ParsedStream, ParsedTest, parse_repo_stream
+from pipeline.tracefile import TraceFormatError, require
 
 TRACERS_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tracers.__file__)))
-EXITS = frozenset({"normal", "error", "never"})
-OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
-VIOLATIONS = {"write": "WriteOutsideScratch", "network": "NetworkAccess", "fork_bomb": "ForkBomb",
-              "timeout": "TestTimeout", "output_flood": "OutputFlood"}
 PYTEST_EXITS = {2: ("Interrupted", "the test run was interrupted"),
                 3: ("PytestInternalError", "pytest hit an internal error"),
                 4: ("PytestUsageError", "pytest could not start (usage error, bad option or conftest)"),
@@ -68,198 +65,6 @@ class RepoResult:
     timings: dict = field(default_factory=dict)
 
 
-# -- the stream ---------------------------------------------------------------------------------------------
-@dataclass
-class ParsedTest:
-    nodeid: str
-    events: list[dict] = field(default_factory=list)
-    entries: list[dict] = field(default_factory=list)
-    outcome: str | None = None
-    message: str | None = None
-    n_events: int = 0
-
-
-@dataclass
-class ParsedStream:
-    header: dict | None = None
-    tests: list[ParsedTest] = field(default_factory=list)
-    collect_errors: list[dict] = field(default_factory=list)
-    violations: list[dict] = field(default_factory=list)
-    end: dict | None = None
-    error: str | None = None  # why parsing stopped early (the rest of the stream is not trusted)
-
-
-def _check(condition: bool, what: str) -> None:
-    if not condition:
-        raise TraceFormatError(what)
-
-
-def _opt_str(value, limit: int = 100_000) -> bool:
-    return value is None or (isinstance(value, str) and len(value) <= limit)
-
-
-def _int(value) -> bool:
-    return type(value) is int and 0 <= value < 2**31
-
-
-def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | None = None) -> ParsedStream:
-    """Parse the plugin's output (bytes or a binary file) strictly.
-
-    Tests parsed before a malformed line are kept; the first malformed line ends the parse with
-    `error` set. A torn last line (a killed writer) is dropped. `on_test(stream, test)` is called as
-    each test is complete (and for a test the run ended inside), after which its events are released
-    (`n_events` keeps their count): a large suite is never held in memory at once. Event lines are
-    decoded in batches (one `json.loads` per run of events) and checked with plain loops."""
-    stream = ParsedStream()
-    lines = io.BytesIO(source) if isinstance(source, bytes) else source
-    test = None
-    pending: list[tuple[int, bytes]] = []
-    read = 0
-
-    def finish(done: ParsedTest) -> None:
-        if on_test is not None:
-            on_test(stream, done)
-        done.n_events = len(done.events)
-        if on_test is not None:
-            done.events = []
-        stream.tests.append(done)
-
-    try:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.endswith(b"\n"):
-                break  # torn by a kill
-            read += len(raw)
-            _check(max_bytes is None or read <= max_bytes, f"line {number}: output over {max_bytes} bytes")
-            raw = raw[:-1]
-            _check(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
-            if raw.startswith(b"[") and number > 1:
-                _check(test is not None and stream.end is None, f"line {number}: an event outside a test")
-                _check(len(test.events) + len(pending) < max_events,
-                       f"line {number}: more than {max_events} events in a test")
-                pending.append((number, raw))
-                continue
-            if pending:
-                _decode_events(pending, test.events)
-                pending = []
-            _check(stream.end is None, f"line {number}: data after the end object")
-            value = _load(raw, number)
-            if number == 1:
-                _check(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
-                stream.header = value
-                continue
-            _check(isinstance(value, dict), f"line {number}: neither an event nor an object")
-            kind = value.get("type")
-            if kind == "test":
-                _check(test is None, f"line {number}: a test starts before the previous one ended")
-                _check(isinstance(value.get("nodeid"), str), f"line {number}: bad test object")
-                test = ParsedTest(value["nodeid"])
-            elif kind == "entry":
-                _check(test is not None, f"line {number}: an entry outside a test")
-                test.entries.append(_entry(value, test.events, number))
-            elif kind == "test_end":
-                _check(test is not None and value.get("nodeid") == test.nodeid, f"line {number}: bad test_end")
-                _check(value.get("outcome") in OUTCOMES and _opt_str(value.get("message")),
-                       f"line {number}: bad test_end outcome or message")
-                test.outcome, test.message = value["outcome"], value.get("message")
-                finish(test)
-                test = None
-            elif kind == "collect_error":
-                _check(_opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
-                       f"line {number}: bad collect_error")
-                stream.collect_errors.append(value)
-            elif kind == "violation":
-                _check(value.get("kind") in VIOLATIONS and _opt_str(value.get("nodeid")) and
-                       _opt_str(value.get("detail")), f"line {number}: bad violation")
-                stream.violations.append(value)
-            elif kind == "end":
-                _check(value.get("exitstatus") is None or type(value.get("exitstatus")) is int,
-                       f"line {number}: bad end object")
-                stream.end = value
-            else:
-                raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
-        if pending:
-            _decode_events(pending, test.events)
-    except TraceFormatError as error:
-        stream.error = str(error)
-    if test is not None and stream.error is None:
-        finish(test)  # the run ended inside this test: its closed entries are kept
-    return stream
-
-
-def _load(raw: bytes, number: int):
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise TraceFormatError(f"line {number}: not JSON ({error})") from error
-
-
-def _decode_events(pending: list[tuple[int, bytes]], events: list[dict]) -> None:
-    try:
-        values = json.loads(b"[" + b",".join(raw for _, raw in pending) + b"]")
-    except (ValueError, UnicodeDecodeError):
-        values = [_load(raw, number) for number, raw in pending]  # names the bad line
-    if len(values) != len(pending):  # a line that held more than one value
-        values = [_load(raw, number) for number, raw in pending]
-    for (number, _), value in zip(pending, values):
-        events.append(_event(value, len(events), number))
-
-
-_KINDS = frozenset({"call", "line", "return", "exception"})
-_INT_LIMIT = 2 ** 31
-
-
-def _event(values, expected: int, number: int) -> dict:
-    """One event array, checked as strictly as `pipeline.tracefile` checks a function trace's."""
-    if type(values) is not list or len(values) != 10:
-        raise TraceFormatError(f"line {number}: event {expected}: not a 10-field array")
-    index, kind, frame_id, parent, depth, lineno, function, source, pairs, arg = values
-    if index != expected or type(index) is not int:
-        raise TraceFormatError(f"line {number}: event {expected}: index {index!r} out of order")
-    if kind not in _KINDS:
-        raise TraceFormatError(f"line {number}: event {expected}: unknown event type {kind!r}")
-    for value in (frame_id, depth, lineno):
-        if type(value) is not int or not 0 <= value < _INT_LIMIT:
-            raise TraceFormatError(f"line {number}: event {expected}: bad frame_id/depth/lineno {value!r}")
-    if parent is not None and (type(parent) is not int or not 0 <= parent < _INT_LIMIT):
-        raise TraceFormatError(f"line {number}: event {expected}: bad parent {parent!r}")
-    if type(function) is not str or type(source) is not str or (arg is not None and type(arg) is not str):
-        raise TraceFormatError(f"line {number}: event {expected}: bad function/source/arg")
-    if type(pairs) is not list:
-        raise TraceFormatError(f"line {number}: event {expected}: bad locals")
-    local_pairs = []
-    for pair in pairs:
-        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
-            raise TraceFormatError(f"line {number}: event {expected}: bad locals")
-        local_pairs.append((pair[0], pair[1]))
-    return {"index": index, "event": kind, "frame_id": frame_id, "parent_frame_id": parent, "depth": depth,
-            "lineno": lineno, "function": function, "source": source, "locals": local_pairs, "arg": arg}
-
-
-def _entry(value: dict, events: list[dict], number: int) -> dict:
-    where = f"line {number}: entry"
-    for name in ("frame", "start", "n", "end", "firstlineno"):
-        _check(_int(value.get(name)), f"{where}: bad {name}")
-    start, n, end = value["start"], value["n"], value["end"]
-    _check(n >= 1 and start + n <= end <= len(events), f"{where}: range {start}+{n}..{end} outside the test")
-    _check(value.get("exit") in EXITS and type(value.get("truncated")) is bool, f"{where}: bad exit")
-    _check(_opt_str(value.get("reason"), 200), f"{where}: bad reason")
-    _check(not value["truncated"] or value["exit"] == "never", f"{where}: truncated but exit is not never")
-    _check(value["truncated"] or start + n == end, f"{where}: complete but its range is cut")
-    path = value.get("path")
-    _check(isinstance(path, str) and 0 < len(path) <= 1000 and not os.path.isabs(path)
-           and ".." not in path.split("/"), f"{where}: bad path")
-    _check(isinstance(value.get("qualname"), str) and len(value["qualname"]) <= 1000, f"{where}: bad qualname")
-    _check(isinstance(value.get("input"), str) and len(value["input"]) <= 100_000, f"{where}: bad input")
-    first = events[start]
-    _check(first["event"] == "call" and first["frame_id"] == value["frame"], f"{where}: does not start at its call")
-    if not value["truncated"]:
-        last = events[end - 1]
-        expected = "return" if value["exit"] == "normal" else "exception"
-        _check(last["frame_id"] == value["frame"] and last["event"] == expected,
-               f"{where}: does not end with its {expected}")
-    return value
-
-
 def cut_entry(events: list[dict], entry: dict) -> list[dict]:
     """The entry's events, re-indexed from 0, frames renumbered (entry = 0), depth relative to it."""
     span = events[entry["start"]:entry["start"] + entry["n"]]
@@ -272,7 +77,7 @@ def cut_entry(events: list[dict], entry: dict) -> list[dict]:
             parent = None
         else:
             parent = ids.get(event["parent_frame_id"])
-            _check(parent is not None and event["depth"] > base, f"event {index}: its caller is outside the entry")
+            require(parent is not None and event["depth"] > base, f"event {index}: its caller is outside the entry")
         new_id = ids.setdefault(frame, len(ids))
         out.append({"index": index, "event": event["event"], "frame_id": new_id, "parent_frame_id": parent,
                     "depth": event["depth"] - base, "lineno": event["lineno"], "function": event["function"],
@@ -466,13 +271,12 @@ def _failed_step(report) -> dict | None:
 
 
 def _read_json(path: str, limit: int):
+    data = read_sandbox_file(path, limit + 1)
+    if data is None or len(data) > limit:
+        return None
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-        if len(data) > limit:
-            return None
         return json.loads(data)
-    except (OSError, ValueError):
+    except ValueError:
         return None
 
 
@@ -525,11 +329,12 @@ def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result,
         result.timings["trace_run_s"] = round(time.monotonic() - started, 6)
         out_dir = os.path.join(scratch, "out")
         log_tail = _read_tail(os.path.join(out_dir, "pytest.log"), 16 << 10)
-        try:
-            with open(os.path.join(out_dir, "trace.jsonl"), "rb") as handle:
-                stream = parse_repo_stream(handle, 10 << 20, on_test, max_bytes=MAX_OUTPUT_BYTES + (1 << 20))
-        except OSError:
+        handle = open_sandbox_file(os.path.join(out_dir, "trace.jsonl"))
+        if handle is None:
             stream = ParsedStream()
+        else:
+            with handle:
+                stream = parse_repo_stream(handle, 10 << 20, on_test, max_bytes=MAX_OUTPUT_BYTES + (1 << 20))
         counter.n_in = len(stream.tests)
         counter.n_out = sum(test.outcome == "passed" for test in stream.tests)
         for test in stream.tests:
@@ -542,13 +347,12 @@ def _trace(spec, worktree, env_dir, run_dir, sandbox, settings, counter, result,
 
 
 def _read_tail(path: str, limit: int) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - limit))
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
+    handle = open_sandbox_file(path)
+    if handle is None:
         return ""
+    with handle:
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - limit))
+        return handle.read().decode("utf-8", "replace")
 
 
 def _report(stream: ParsedStream, log_tail: str, outcome, spec: RepoSpec, counter, fail) -> None:
@@ -627,7 +431,7 @@ class EntryCutter:
         for entry in test.entries:
             self.counter.n_in += 1
             try:
-                _check(entry["n"] <= self.max_events, f"{entry['n']} events, over max_events={self.max_events}")
+                require(entry["n"] <= self.max_events, f"{entry['n']} events, over max_events={self.max_events}")
                 events = cut_entry(test.events, entry)
             except TraceFormatError as error:
                 self.bad.append(f"{test.nodeid} {entry['qualname']}: {error}")

@@ -10,7 +10,8 @@ import itertools
 
 import pytest
 
-from pipeline.stages.trace_repos import cut_entry, parse_repo_stream
+from pipeline.stages.repo_stream import parse_repo_stream
+from pipeline.stages.trace_repos import cut_entry
 from tracers.pytest_plugin import EntryTracer, PathFilter, Sink, header
 from tracers.pytrace import Budgets, trace_source
 
