@@ -8,11 +8,12 @@ because readers glob `{table}/*.parquet` (the README's polars example) as well a
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import pipeline.executor as executor
 from pipeline.dataset import finished_unit, open_root
-from pipeline.executor import Unit, execute_unit
+from pipeline.executor import Unit, execute_unit, fingerprint
 from pipeline.failures import failure_row
 
 
@@ -69,10 +70,8 @@ def test_a_retry_leaves_other_units_files_alone(tmp_path):
     assert "failures/part-00000-0000.parquet" in files(out)
 
 
-@pytest.mark.xfail(strict=True, reason="gap (reported): a unit counts as finished by its index and the config "
-                   "hash alone, and the config does not cover the input, so a job over another input on the same "
-                   "output is served the old units' rows")
 def test_a_job_over_another_input_on_the_same_output_does_not_get_the_old_rows(tmp_path, monkeypatch):
+    """The unit's input fingerprint differs: it runs again, and leaves only its own shards behind."""
     import pipeline.job as job
     from pipeline.config import JobConfig
 
@@ -80,17 +79,20 @@ def test_a_job_over_another_input_on_the_same_output_does_not_get_the_old_rows(t
     out, config = str(tmp_path / "out"), JobConfig()
 
     def produce(source, unit_id):
+        if source == "first-input":
+            return produce_first(source, unit_id)[0] | {"duplicates": [duplicate(source)]}, {}
         return {"duplicates": [duplicate(source)]}, {}
 
-    job.run_job([Unit(0, "functions-00000", "first-input")], produce, out, config)
+    job.run_job([Unit(0, "functions-00000", "first-input", fingerprint("first-input"))], produce, out, config)
     try:
-        manifest = job.run_job([Unit(0, "functions-00000", "second-input")], produce, out, config)
+        manifest = job.run_job([Unit(0, "functions-00000", "second-input", fingerprint("second-input"))], produce,
+                               out, config)
     except ValueError:
         return  # refusing the mix is as good as recomputing
-    import pyarrow.parquet as pq
     rows = [pq.read_table(tmp_path / "out" / s["path"]).column("source_id").to_pylist()
             for s in manifest["tables"]["duplicates"]["shards"]]
     assert rows == [["second-input"]]
+    assert files(tmp_path / "out") == {s["path"] for t in manifest["tables"].values() for s in t["shards"]}
 
 
 class DyingFileSystem:
