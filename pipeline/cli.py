@@ -34,6 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
                            help="trajectories per trace and direction")
     _add_run_options(functions)
 
+    repos = commands.add_parser("trace-repos", help="trace repositories' test suites (TOML manifest)")
+    repos.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")
+    repos.add_argument("--sandbox", choices=BACKENDS, default="bwrap")
+    repos.add_argument("--max-events", type=int, default=TraceSettings.max_events, help="events per entry trace")
+    repos.add_argument("--per-trace", type=int, default=JobConfig.per_trace,
+                       help="trajectories per trace and direction")
+    repos.add_argument("--cache-dir", default=None,
+                       help="git mirrors and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)")
+    _add_run_options(repos)
+
     go = commands.add_parser("trace-go", help="run Go programs N times under runtime/trace")
     go.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")
     go.add_argument("--runs", type=int, default=GoSettings.runs, help="runs per program")
@@ -71,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
                                                    record_timeout_s=args.record_timeout))
             trace_functions_job(args.input, args.out, config, workers=args.workers, address=args.ray_address,
                                 overwrite=args.overwrite)
+            from pipeline.inspect import summarize
+            print(summarize(args.out))
+            return 0
+        if args.command == "trace-repos":
+            from pipeline.repos_job import trace_repos_job
+            config = JobConfig(sandbox=args.sandbox, seed=args.seed, per_trace=args.per_trace,
+                               trace=TraceSettings(max_events=args.max_events))
+            trace_repos_job(args.manifest, args.out, config, cache_dir=args.cache_dir, workers=args.workers,
+                            address=args.ray_address, overwrite=args.overwrite)
             from pipeline.inspect import summarize
             print(summarize(args.out))
             return 0
