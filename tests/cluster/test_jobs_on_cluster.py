@@ -1,9 +1,10 @@
 """The jobs on a real Ray cluster (`ray start` + `ray job submit`) and as plain scripts, with faults injected.
 
-One cluster for the module: a head node and one worker node with 2 CPUs, on this machine. The uninterrupted
-run of the function job submitted to it is the reference every faulted run is compared with: same row ids
-per table, no duplicate, nothing missing, the same shard files, and never a partial file visible through a
-manifest. Everything runs in subprocesses; this process never joins a Ray cluster.
+One cluster for the module: a head node and one worker node with 2 CPUs, on this machine. Each job
+(functions, Go, repositories) is submitted with `--working-dir .`. The uninterrupted run of the function
+job is the reference every faulted run is compared with: same row ids per table, no duplicate, nothing
+missing, the same shard files, and never a partial file visible through a manifest. Everything runs in
+subprocesses; this process never joins a Ray cluster.
 """
 
 import json
@@ -183,15 +184,6 @@ def test_a_plain_run_starts_its_own_ray_even_when_a_cluster_was_started_on_the_m
     assert {job["submission_id"] or job["job_id"] for job in cluster.jobs()} == before
 
 
-def test_a_submitted_job_with_a_missing_input_fails_naming_it(cluster, tmp_path):
-    missing = tmp_path / "no-such-functions.jsonl"
-    result = cluster.submit("trace_functions.py", "--input", str(missing), "--out", str(tmp_path / "o"))
-    assert result.returncode != 0 and "failed" in result.stdout.lower()
-    assert str(missing) in result.stdout and "--input" in result.stdout
-    assert not (tmp_path / "o" / "manifest.json").exists()
-
-
-@pytest.mark.skipif(not (ROOT / "jobs" / "trace_go.py").exists(), reason="jobs/trace_go.py is not there yet")
 @pytest.mark.skipif(shutil.which("go") is None and not Path("/usr/local/go/bin/go").exists(),
                     reason="the Go toolchain is not installed")
 def test_the_go_job_runs_when_submitted_to_the_cluster(cluster, tmp_path):
@@ -209,3 +201,38 @@ def test_the_go_job_runs_when_submitted_to_the_cluster(cluster, tmp_path):
     assert sorted(runs.select("program_id", "run_index", "status").rows()) == [
         ("double_lock", 0, "deadlock"), ("double_lock", 1, "deadlock"), ("sequential", 0, "ok"),
         ("sequential", 1, "ok")]
+
+
+def test_the_repos_job_runs_when_submitted_to_the_cluster(cluster, tmp_path):
+    """The bundled example repository (a real git repo), cloned, installed and traced inside the task."""
+    built = subprocess.run([str(ROOT / "examples" / "repos" / "build.sh"), str(tmp_path / "repos")],
+                           capture_output=True, text=True, check=True)
+    out = tmp_path / "repos-out"
+    result = cluster.submit("trace_repos.py", "--manifest", built.stdout.strip(), "--out", str(out),
+                            "--per-trace", "1", "--cache-dir", str(tmp_path / "cache"), timeout=420)
+    assert result.returncode == 0 and "succeeded" in result.stdout, result.stdout[-4000:] + result.stderr[-2000:]
+    manifest = check_manifest(out)
+    assert manifest["units"] == 1
+    traces = pl.read_parquet([out / s["path"] for s in manifest["tables"]["traces"]["shards"]])
+    assert set(traces["source_kind"]) == {"repo"} and traces.height > 0
+    assert manifest["tables"]["trajectories"]["rows"] == 2 * traces.height
+
+
+BAD_MANIFEST = '[[repo]]\nname = "a"\nurl = "/nowhere"\nref = "main"\nmax_events = -5\n'
+
+
+@pytest.mark.parametrize("script, option, text, message", [
+    ("trace_functions.py", "--input", None, "cannot read function records from '{path}'"),
+    ("trace_repos.py", "--manifest", None, "cannot read the repository manifest '{path}'"),
+    ("trace_repos.py", "--manifest", BAD_MANIFEST,
+     "{path}: [[repo]] #1 (a): max_events must be a positive int, got -5 (line 5)"),
+], ids=["missing-functions-input", "missing-repos-manifest", "bad-manifest-field"])
+def test_a_submitted_job_with_bad_input_fails_naming_the_file(cluster, tmp_path, script, option, text, message):
+    """The job fails before any unit runs, and its log names the file (and the line and field)."""
+    path = tmp_path / "input"
+    if text is not None:
+        path.write_text(text)
+    result = cluster.submit(script, option, str(path), "--out", str(tmp_path / "o"))
+    assert result.returncode != 0 and "failed" in result.stdout.lower()
+    assert message.format(path=path) in result.stdout, result.stdout[-3000:]
+    assert not (tmp_path / "o" / "manifest.json").exists()
