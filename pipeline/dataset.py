@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 
 from pipeline.stats import merge_counters
-from pipeline.writers.parquet import ShardInfo
+from pipeline.writers.parquet import ShardInfo, temporary_path
 from schemas import TABLES
 
 MANIFEST = "manifest.json"
@@ -63,8 +63,7 @@ def unit_record_path(root: str, unit: int) -> str:
 
 def write_text(fs: pafs.FileSystem, path: str, text: str) -> None:
     """Write a small file under a temporary name and rename it into place."""
-    temporary = path.rsplit("/", 1)
-    temporary = f"{temporary[0]}/.tmp-{temporary[1]}"
+    temporary = temporary_path(path)
     with fs.open_output_stream(temporary) as sink:
         sink.write(text.encode())
     fs.move(temporary, path)

@@ -48,7 +48,8 @@ def find_duplicates(records: list[FunctionRecord], settings: DedupSettings, *, a
             for position, (kept, similarity) in sorted(duplicates.items())]
     kept = [record for position, record in enumerate(records) if position not in duplicates]
     counters.n_out = len(kept)
-    counters.drop("near_duplicate", len(rows))
+    if rows:
+        counters.drop("near_duplicate", len(rows))
     return kept, rows, counters
 
 

@@ -6,8 +6,11 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import pyarrow.fs as pafs
+
 from pipeline.config import JobConfig
-from pipeline.dataset import MANIFEST, open_root, read_manifest, write_manifest, write_text
+from pipeline.dataset import (MANIFEST, UnitRecord, open_root, read_manifest, read_text, write_manifest,
+                              write_text)
 from pipeline.executor import Produce, Unit, execute_unit
 from pipeline.orchestrate import TerminalProgress, run_units
 
@@ -35,13 +38,13 @@ def prepare_output(out: str, config_hash: str, overwrite: bool) -> None:
         fs.delete_file(f"{root}/.write-probe")
     except OSError as error:
         raise ValueError(f"output {out!r} is not writable ({error}); choose another --out") from error
-    existing = read_manifest(fs, root)
-    if existing is None or existing.get("config_hash") == config_hash:
+    foreign = foreign_config_hashes(fs, root, config_hash)
+    if not foreign:
         return
     if not overwrite:
-        raise ValueError(f"output {out!r} already holds a dataset made with another config (hash "
-                         f"{existing.get('config_hash')}, this job: {config_hash}); choose another --out "
-                         f"or pass --overwrite to replace it")
+        raise ValueError(f"output {out!r} already holds a dataset (or the finished units of an interrupted "
+                         f"run) made with another config (hash {', '.join(sorted(foreign))}, this job: "
+                         f"{config_hash}); choose another --out or pass --overwrite to replace it")
     # Un-commit first: were the driver killed while deleting, no manifest would be left listing deleted shards.
     fs.delete_file(f"{root}/{MANIFEST}")
     for info in fs.get_file_info(_selector(root)):
@@ -51,8 +54,21 @@ def prepare_output(out: str, config_hash: str, overwrite: bool) -> None:
             fs.delete_file(info.path)
 
 
+def foreign_config_hashes(fs, root: str, config_hash: str) -> set[str]:
+    """Config hashes other than `config_hash` found at the output: the manifest's, or when there is none
+    (a run killed before its commit point), those of the completion records it left."""
+    manifest = read_manifest(fs, root)
+    if manifest is not None:
+        hashes = {manifest.get("config_hash")}
+    else:
+        infos = fs.get_file_info(pafs.FileSelector(f"{root}/_units", allow_not_found=True))
+        hashes = {UnitRecord.from_json(read_text(fs, info.path)).config_hash for info in infos
+                  if info.type == pafs.FileType.File and info.base_name.endswith(".json")
+                  and not info.base_name.startswith(".")}
+    return hashes - {config_hash}
+
+
 def _selector(root: str):
-    import pyarrow.fs as pafs
     return pafs.FileSelector(root, recursive=False)
 
 

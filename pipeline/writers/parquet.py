@@ -7,6 +7,7 @@ groups are sized for streaming by estimated uncompressed bytes.
 """
 
 import hashlib
+import uuid
 import itertools
 from dataclasses import asdict, dataclass
 
@@ -29,6 +30,14 @@ class ShardInfo:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def temporary_path(final: str) -> str:
+    """A name to write `final` under before the rename: unique per attempt, so two live attempts of a
+    unit never write into one file, hidden (a leading dot: pyarrow.dataset skips it) and not ending in
+    `.parquet` (a `*.parquet` glob never matches it)."""
+    directory, name = final.rsplit("/", 1)
+    return f"{directory}/.tmp-{name}.{uuid.uuid4().hex}"
 
 
 def shard_name(unit: int, seq: int) -> str:
@@ -56,7 +65,7 @@ def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: p
         part = table.slice(offset, step)
         relative = f"{table_name}/{shard_name(unit, seq)}"
         final = f"{root}/{relative}"
-        temporary = f"{root}/{table_name}/.tmp-{shard_name(unit, seq)}"
+        temporary = temporary_path(final)
         with fs.open_output_stream(temporary) as sink:
             pq.write_table(part, sink, compression="zstd", compression_level=zstd_level,
                            row_group_size=group_rows, write_statistics=True)
@@ -67,17 +76,17 @@ def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: p
 
 
 def remove_stale_shards(fs: pafs.FileSystem, root: str, table_name: str, unit: int, first_seq: int) -> int:
-    """Delete `unit`'s shards (and temporaries) of `table_name` numbered from `first_seq` on: what an earlier,
-    dead attempt of the unit wrote beyond what this attempt wrote. Returns how many files went.
+    """Delete `unit`'s shards of `table_name` numbered from `first_seq` on: what an earlier, dead attempt of
+    the unit wrote beyond what this attempt wrote. Returns how many files went. (A dead attempt's
+    temporaries are named apart, see `temporary_path`: no reader ever takes them for shards.)
 
     An attempt writes its shards in sequence, so the probing stops at the first number with neither file;
     only those names are looked up (no directory listing, which costs O(shards) on object stores).
     """
     removed = 0
     for seq in itertools.count(first_seq):
-        name = shard_name(unit, seq)
-        paths = [f"{root}/{table_name}/{name}", f"{root}/{table_name}/.tmp-{name}"]
-        found = [info.path for info in fs.get_file_info(paths) if info.type == pafs.FileType.File]
+        path = f"{root}/{table_name}/{shard_name(unit, seq)}"
+        found = [info.path for info in fs.get_file_info([path]) if info.type == pafs.FileType.File]
         if not found:
             return removed
         for path in found:

@@ -36,8 +36,8 @@ def produce_second(payload, unit_id):
 
 
 def files(out: Path) -> set[str]:
-    """What a reader globbing the table directories sees (polars reads dot-files too)."""
-    return {str(p.relative_to(out)) for p in out.glob("*/*") if p.is_file() and p.parent.name != "_units"}
+    """What a reader globbing the table directories for shards sees (polars reads dot-files too)."""
+    return {str(p.relative_to(out)) for p in out.glob("*/*.parquet") if p.parent.name != "_units"}
 
 
 def test_a_retry_leaves_only_its_own_shards_when_the_dead_attempt_wrote_more(tmp_path, monkeypatch):
@@ -52,7 +52,7 @@ def test_a_retry_leaves_only_its_own_shards_when_the_dead_attempt_wrote_more(tmp
         with pytest.raises(Died):
             execute_unit(unit, produce_first, str(out), "cfg", 3)
     assert "failures/part-00003-0000.parquet" in files(out)
-    (out / "duplicates" / ".tmp-part-00003-0001.parquet").write_bytes(b"PAR1 half a shard")  # died mid-write
+    (out / "duplicates" / ".tmp-part-00003-0001.parquet.0123abcd").write_bytes(b"PAR1 half")  # died mid-write
 
     record = execute_unit(unit, produce_second, str(out), "cfg", 3)
     listed = {info.path for infos in record.shards.values() for info in infos}
@@ -138,9 +138,6 @@ def test_a_driver_killed_while_overwriting_never_leaves_a_manifest_pointing_at_d
         assert not missing, f"the old manifest survived and lists deleted shards: {missing}"
 
 
-@pytest.mark.xfail(strict=True, reason="gap (reported): only a manifest counts as 'a dataset of another "
-                   "config'; the units a killed run of another config left behind are neither refused nor "
-                   "cleared, and stay in the table directories next to the new dataset")
 def test_units_a_killed_run_of_another_config_left_are_refused_or_cleared(tmp_path, monkeypatch):
     import pipeline.job as job
     from pipeline.config import JobConfig
@@ -156,3 +153,13 @@ def test_units_a_killed_run_of_another_config_left_are_refused_or_cleared(tmp_pa
         return  # refused, naming the leftovers: as good as clearing them
     listed = {s["path"] for t in manifest["tables"].values() for s in t["shards"]}
     assert files(tmp_path / "out") == listed
+
+
+def test_two_live_attempts_of_a_unit_never_share_a_temporary_file():
+    from pipeline.writers.parquet import temporary_path
+
+    final = "/data/traces/part-00003-0000.parquet"
+    names = {temporary_path(final) for _ in range(100)}
+    assert len(names) == 100
+    assert all(name.startswith("/data/traces/.tmp-part-00003-0000.parquet.") for name in names)
+    assert not any(name.endswith(".parquet") for name in names)  # no `*.parquet` glob matches one
