@@ -29,6 +29,7 @@ func (g *gInfo) gpath() string {
 // component-wise (breadth first), so the first root is 0 and its children
 // come next.
 func (p *traceParser) finish() {
+	p.flushPreemption()
 	var emitted []*gInfo
 	anyAlive, allBlocked := false, true
 	for _, g := range p.gs {

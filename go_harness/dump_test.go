@@ -39,7 +39,7 @@ func TestDumpAllBlocked(t *testing.T) {
 		t.Fatal("a runnable program goroutine is not a deadlock")
 	}
 	testMain := "goroutine 1 [runnable]:\ntesting.(*M).Run(0x1)\n\ttesting/testing.go:2 +0x1\nmain.main()\n\t_testmain.go:46 +0x9b\n"
-	if dumpAllBlocked(deadDump + "\n" + testMain) != true {
+	if dumpAllBlocked(deadDump+"\n"+testMain) != true {
 		t.Fatal("the test binary's main goroutine is not the program's")
 	}
 	sleeping := "goroutine 1 [sleep]:\ntime.Sleep(0x1)\n\truntime/time.go:1 +0x1\nmain.main()\n\tprog/main.go:3 +0x1\n"

@@ -188,12 +188,13 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 }
 
 type traceParser struct {
-	opt     ParseOptions
-	res     *ParseResult
-	gs      map[trace.GoID]*gInfo
-	roots   int
-	t0      trace.Time
-	started bool
+	opt            ParseOptions
+	res            *ParseResult
+	gs             map[trace.GoID]*gInfo
+	roots          int
+	t0             trace.Time
+	started        bool
+	heldPreemption *Event // see emit
 }
 
 func (p *traceParser) step(rt *rawTransition) {
@@ -265,11 +266,47 @@ func (p *traceParser) step(rt *rawTransition) {
 	if peer != nil {
 		peer.emitted = true
 	}
-	p.res.Events = append(p.res.Events, Event{
-		Index: len(p.res.Events), Event: name, Reason: reason,
-		Function: pos.Func, File: pos.File, Line: pos.Line,
+	p.emit(Event{
+		Event: name, Reason: reason, Function: pos.Func, File: pos.File, Line: pos.Line,
 		TimeNs: int64(rt.t - p.t0), g: g, peer: peer,
 	})
+}
+
+// emit appends a program event, holding back a preemption until the next one:
+// a goroutine preempted and started again before any other program event
+// happened was never observably interrupted (no program goroutine ran in
+// between; the runtime preempts for GC or a long time slice, a wall-clock
+// artifact of machine load), so the pair is dropped. Otherwise the preemption
+// is emitted in its place. flushPreemption emits one still held at the end.
+func (p *traceParser) emit(ev Event) {
+	if held := p.heldPreemption; held != nil {
+		p.heldPreemption = nil
+		if ev.Event == "GoStart" && ev.g == held.g {
+			return
+		}
+		p.append(*held)
+	}
+	if ev.Event == "GoSched" && ev.Reason == "preempted" {
+		p.heldPreemption = &ev
+		return
+	}
+	p.append(ev)
+}
+
+func (p *traceParser) flushPreemption() {
+	if held := p.heldPreemption; held != nil {
+		p.heldPreemption = nil
+		p.append(*held)
+	}
+}
+
+func (p *traceParser) append(ev Event) {
+	if len(p.res.Events) >= p.opt.MaxEvents {
+		p.res.Truncated = true
+		return
+	}
+	ev.Index = len(p.res.Events)
+	p.res.Events = append(p.res.Events, ev)
 }
 
 // userFrame is the innermost user frame of st with the rename and file

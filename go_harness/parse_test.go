@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"golang.org/x/exp/trace"
@@ -226,5 +227,40 @@ func TestSyntheticTestRootsAndCap(t *testing.T) {
 	p.finish()
 	if len(capped.Events) != 2 || !capped.Truncated {
 		t.Fatalf("cap: %d events, truncated %v", len(capped.Events), capped.Truncated)
+	}
+}
+
+func TestAPreemptionNoOtherGoroutineSawIsDropped(t *testing.T) {
+	const (
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+	)
+	raws := []rawTransition{
+		{t: 100, id: 1, from: trace.GoUndetermined, to: rn},
+		{t: 110, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // invisible: dropped
+		{t: 120, id: 1, from: rb, to: rn},                                               // with its restart
+		{t: 130, id: 2, actor: 1, from: ne, to: rb, stack: stk("main.worker"), evStack: stk("main.main")},
+		{t: 140, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // the worker runs next: kept
+		{t: 150, id: 2, from: rb, to: rn},
+		{t: 160, id: 2, from: rn, to: wt, reason: "select", stack: stk("runtime.selectgo", "main.worker")},
+		{t: 170, id: 1, from: rb, to: rn},
+		{t: 180, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // last event: kept
+	}
+	res := synth(ModeMain, raws)
+	var got []string
+	for _, e := range res.Events {
+		got = append(got, e.GPath+" "+e.Event+" "+e.Reason)
+	}
+	want := []string{"0.1 GoCreate ", "0 GoSched preempted", "0.1 GoStart ", "0.1 GoBlock select", "0 GoStart ",
+		"0 GoSched preempted"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
+	for i, e := range res.Events {
+		if e.Index != i {
+			t.Fatalf("event %d has index %d", i, e.Index)
+		}
 	}
 }
