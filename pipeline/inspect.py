@@ -37,10 +37,13 @@ def summarize(out: str, *, examples: int = 1) -> str:
         raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
     lines = [f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
              f"created {manifest['created']})", "", "tables:"]
+    empty = [name for name, table in manifest["tables"].items() if not table["rows"]]
     for name, table in manifest["tables"].items():
-        where = f"{root}/{name}/*.parquet" if table["shards"] else "-"
-        lines.append(f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
-                     f"{table['bytes'] / 1e6:>8.2f} MB  {where}")
+        if table["rows"]:
+            lines.append(f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
+                         f"{table['bytes'] / 1e6:>8.2f} MB  {root}/{name}/*.parquet")
+    if empty:
+        lines.append(f"  (no rows: {', '.join(empty)})")
     traces = load_table(out, "traces")
     if traces is not None:
         lines += ["", "traces by exit:"]
