@@ -27,7 +27,8 @@ import sys
 import threading
 import time
 
-from tracers.pytest_plugin import EntryTracer, PathFilter, Sink, TracePlugin, header
+from tracers.pytest_plugin import EntryTracer, Sink, TracePlugin, header
+from tracers.repo_code import PathFilter
 from tracers.saferepr import Limits
 
 TEST_EXTRAS = ("test", "tests", "testing")

@@ -26,7 +26,7 @@ import shlex
 import tomllib
 from dataclasses import asdict, dataclass, field
 
-from tracers.pytest_plugin import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
+from tracers.repo_code import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 REQUIRED = ("name", "url", "ref")

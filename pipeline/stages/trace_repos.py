@@ -8,7 +8,7 @@ stream, one row per entry, identical traces stored once).
 Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname`, `test_id` = the pytest node id
 of the test whose setup, call or teardown made the call, `code` = the entry function's source text
 (decorators included, original indentation), `input` = the entry call's arguments rendered from the
-call event's locals (`tracers.pytest_plugin.render_input`: positional-only values bare, other
+call event's locals (`tracers.repo_code.render_input`: positional-only values bare, other
 parameters `name=repr`, then `*args` / `**kwargs`). Events are re-indexed from 0, frame ids
 renumbered by first appearance (the entry frame is 0), depth relative to the entry, and the entry's
 parent is null. `trace_id` hashes path, qualname, code, input, exit and events, so the same call

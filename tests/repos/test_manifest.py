@@ -5,7 +5,7 @@ import re
 import pytest
 
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
-from tracers.pytest_plugin import DEFAULT_EXCLUDE, PathFilter, glob_regex
+from tracers.repo_code import DEFAULT_EXCLUDE, PathFilter, glob_regex
 
 
 def write(tmp_path, text: str) -> str:

@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.stages.repo_stream import parse_repo_stream
 from pipeline.stages.trace_repos import cut_entry
-from tracers.pytest_plugin import EntryTracer, PathFilter, Sink, header
+from tracers.pytest_plugin import EntryTracer, Sink, header
+from tracers.repo_code import PathFilter
 from tracers.pytrace import Budgets, trace_source
 
 _names = itertools.count()
