@@ -2,20 +2,10 @@
 
 import random
 
+from debugger_programs import PROGRAMS
 from tracers.pytrace import Budgets, trace_source
 
-WORKED_EXAMPLE = """def g(x):
-    y = x * 2
-    return y + 1
-
-def f(a):
-    b = a + 1
-    c = g(b)
-    d = c - a
-    for i in range(2):
-        d += i
-    return d
-"""
+WORKED_EXAMPLE = next(code for name, code, _, _ in PROGRAMS if name == "worked_example")
 
 
 def trace_row(code: str, entry: str = "f", input: str = "", trace_id: str = "t0", **budgets) -> dict:
