@@ -99,8 +99,8 @@ def main():
 
     traced = best_of(args.repeat, run_tracer)
     print(f"python {sys.version.split()[0]}  workload f({args.rounds}): {n_events} events  best of {args.repeat}")
-    print(f"| variant | seconds | events/s | × untraced | × bare hook |")
-    print(f"|---|---|---|---|---|")
+    print("| variant | seconds | events/s | × untraced | × bare hook |")
+    print("|---|---|---|---|---|")
     for name, seconds in (("untraced", untraced), ("bare counting settrace hook", bare),
                           ("tracegen tracer (locals, reprs, JSON lines)", traced)):
         print(f"| {name} | {seconds:.4f} | {n_events / seconds:,.0f} | {seconds / untraced:.1f} | "
