@@ -18,7 +18,9 @@ func (g *gInfo) gpath() string {
 	return strings.Join(parts, ".")
 }
 
-// finish assigns dense canonical ids and fills the summary fields.
+// finish settles a held preemption (see settlePreemption: it reads
+// res.TraceError, so that must be set first), then assigns dense canonical ids
+// and fills the summary fields.
 //
 // Canonical ids: every emitted goroutine has a key path (roots "0", "1", ...
 // in creation order; a child is its creator's path plus its creation rank
@@ -29,7 +31,7 @@ func (g *gInfo) gpath() string {
 // component-wise (breadth first), so the first root is 0 and its children
 // come next.
 func (p *traceParser) finish() {
-	p.flushPreemption()
+	p.settlePreemption()
 	var emitted []*gInfo
 	anyAlive, allBlocked := false, true
 	for _, g := range p.gs {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,6 +231,9 @@ func TestCanonicalIDsAgreeAcrossRuns(t *testing.T) {
 
 func TestTruncatedTraceYieldsCompleteGenerations(t *testing.T) {
 	rs := runExample(t, "spin_forever", 1, 2500*time.Millisecond)
+	if rs[0].Status != "timeout" || rs[0].TraceFile == "" {
+		t.Fatalf("status %q, trace file %q, stderr %q", rs[0].Status, rs[0].TraceFile, rs[0].StderrTail)
+	}
 	data, err := os.ReadFile(rs[0].TraceFile)
 	if err != nil {
 		t.Fatal(err)
@@ -238,19 +242,57 @@ func TestTruncatedTraceYieldsCompleteGenerations(t *testing.T) {
 	if err != nil || full.TraceError != "" {
 		t.Fatalf("full trace: %v %q", err, full.TraceError)
 	}
-	cut, err := ParseTrace(bytes.NewReader(data[:len(data)*3/4]), DefaultParseOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := eventKeys(full.Events)
 	// What a cut trace yields is an error and a prefix of the full trace's events: every complete
-	// generation before the cut, nothing invented.
-	if cut.TraceError == "" || len(cut.Events) == 0 || len(cut.Events) > len(full.Events) {
-		t.Fatalf("cut trace: %d events (full %d), error %q", len(cut.Events), len(full.Events), cut.TraceError)
-	}
-	for i, e := range cut.Events {
-		if f := full.Events[i]; e.Event != f.Event || e.Reason != f.Reason || e.TimeNs != f.TimeNs {
-			t.Fatalf("cut event %d = %+v, full trace has %+v", i, e, f)
+	// generation before the cut, nothing invented. Cuts all over the file reach every generation
+	// boundary (a 2.5 s run has three or four generations). A cut exactly at a boundary reads as a
+	// complete, shorter trace: skipped.
+	cuts := 0
+	for i := 1; i < 32; i++ {
+		n := len(data) * i / 32
+		cut, err := ParseTrace(bytes.NewReader(data[:n]), DefaultParseOptions())
+		if err != nil {
+			t.Fatal(err)
 		}
+		if cut.TraceError == "" {
+			continue
+		}
+		if got := eventKeys(cut.Events); !isPrefix(got, want) {
+			t.Fatalf("trace cut at %d of %d bytes (%q): events\n%q\nare not a prefix of the full trace's\n%q",
+				n, len(data), cut.TraceError, got, want)
+		}
+		if len(cut.Events) > 0 {
+			cuts++
+		}
+	}
+	if cuts == 0 {
+		t.Fatalf("no cut of the %d-byte trace kept a complete generation", len(data))
+	}
+	// A byte cut stops between generations, and only a generation that ends with the spinner
+	// preempted but not yet restarted (it takes a busy machine) tests that a cut drops the
+	// preemption it holds. Cut the transition stream after every transition instead: the
+	// spinner is preempted every 10 ms and at each generation switch, whatever the load.
+	var raws []rawTransition
+	readTransitions(bytes.NewReader(data), func(rt *rawTransition) bool {
+		raws = append(raws, *rt)
+		return true
+	})
+	if res, _ := replay(full.Mode, raws, ""); !slices.Equal(eventKeys(res.Events), want) {
+		t.Fatalf("replay of the full trace: %q, ParseTrace: %q", eventKeys(res.Events), want)
+	}
+	held := 0
+	for k := 0; k <= len(raws); k++ {
+		cut, h := replay(full.Mode, raws[:k], "cut")
+		if got := eventKeys(cut.Events); !isPrefix(got, want) {
+			t.Fatalf("cut after %d of %d transitions (preemption held: %v): events\n%q\nare not a prefix of the full trace's\n%q",
+				k, len(raws), h, got, want)
+		}
+		if h {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatalf("the spinner was never preempted in %d transitions", len(raws))
 	}
 	if _, err := ParseTrace(bytes.NewReader(nil), DefaultParseOptions()); err != nil {
 		t.Fatalf("empty input must not fail: %v", err)

@@ -183,7 +183,7 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 			p.step(&raws[i])
 		}
 	}
-	p.finish()
+	p.finish() // after res.TraceError is set: a cut trace settles a held preemption differently
 	return res, nil
 }
 
@@ -277,7 +277,7 @@ func (p *traceParser) step(rt *rawTransition) {
 // happened was never observably interrupted (no program goroutine ran in
 // between; the runtime preempts for GC or a long time slice, a wall-clock
 // artifact of machine load), so the pair is dropped. Otherwise the preemption
-// is emitted in its place. flushPreemption emits one still held at the end.
+// is emitted in its place. settlePreemption decides one still held at the end.
 func (p *traceParser) emit(ev Event) {
 	if held := p.heldPreemption; held != nil {
 		p.heldPreemption = nil
@@ -293,9 +293,18 @@ func (p *traceParser) emit(ev Event) {
 	p.append(ev)
 }
 
-func (p *traceParser) flushPreemption() {
-	if held := p.heldPreemption; held != nil {
-		p.heldPreemption = nil
+// settlePreemption decides a preemption still held when reading ended. A
+// complete trace ended with the goroutine preempted, so the preemption is
+// emitted. A cut trace (TraceError set: a generation could not be read whole,
+// or the auto-mode buffer filled) drops it: the restart that would have folded
+// it may lie in the part that was lost, and emitting it could add an event the
+// full trace does not have. So a cut trace's events are a prefix of the full
+// trace's: nothing else held back is ever emitted at the end (a slow syscall
+// exit still waiting for its restart is simply not reported).
+func (p *traceParser) settlePreemption() {
+	held := p.heldPreemption
+	p.heldPreemption = nil
+	if held != nil && p.res.TraceError == "" {
 		p.append(*held)
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,15 +121,41 @@ func TestParseRejectsNonPositiveCap(t *testing.T) {
 
 // synth builds a parser over synthetic transitions (stacks via MakeStack).
 func synth(mode Mode, raws []rawTransition) *ParseResult {
+	res, _ := replay(mode, raws, "")
+	return res
+}
+
+// replay steps a parser through raws as ParseTrace does for a trace whose
+// reader stopped with traceError ("" for a complete trace, else a trace cut
+// right after raws). held reports whether a preemption was still held back
+// when the transitions ran out.
+func replay(mode Mode, raws []rawTransition, traceError string) (res *ParseResult, held bool) {
 	opt := DefaultParseOptions()
 	opt.Mode = mode
-	res := &ParseResult{Mode: mode, Events: []Event{}, Goroutines: []GoroutineSummary{}}
+	res = &ParseResult{Mode: mode, Events: []Event{}, Goroutines: []GoroutineSummary{}, TraceError: traceError}
 	p := &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}}
 	for i := range raws {
 		p.step(&raws[i])
 	}
+	held = p.heldPreemption != nil
 	p.finish()
-	return res
+	return res, held
+}
+
+// eventKeys renders what must agree between a cut trace and the full one (the
+// dense ids may differ: they rank the goroutines that appear in the output).
+func eventKeys(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%d %s %s %q %s %s:%d @%d",
+			e.Index, e.GPath, e.Event, e.Reason, e.Function, e.File, e.Line, e.TimeNs))
+	}
+	return out
+}
+
+// isPrefix reports whether got is a prefix of full.
+func isPrefix(got, full []string) bool {
+	return len(got) <= len(full) && slices.Equal(got, full[:len(got)])
 }
 
 func stk(fns ...string) trace.Stack {
@@ -231,23 +259,7 @@ func TestSyntheticTestRootsAndCap(t *testing.T) {
 }
 
 func TestAPreemptionNoOtherGoroutineSawIsDropped(t *testing.T) {
-	const (
-		ne = trace.GoNotExist
-		rb = trace.GoRunnable
-		rn = trace.GoRunning
-		wt = trace.GoWaiting
-	)
-	raws := []rawTransition{
-		{t: 100, id: 1, from: trace.GoUndetermined, to: rn},
-		{t: 110, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // invisible: dropped
-		{t: 120, id: 1, from: rb, to: rn},                                               // with its restart
-		{t: 130, id: 2, actor: 1, from: ne, to: rb, stack: stk("main.worker"), evStack: stk("main.main")},
-		{t: 140, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // the worker runs next: kept
-		{t: 150, id: 2, from: rb, to: rn},
-		{t: 160, id: 2, from: rn, to: wt, reason: "select", stack: stk("runtime.selectgo", "main.worker")},
-		{t: 170, id: 1, from: rb, to: rn},
-		{t: 180, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // last event: kept
-	}
+	raws := preemptionTrace()
 	res := synth(ModeMain, raws)
 	var got []string
 	for _, e := range res.Events {
@@ -262,5 +274,55 @@ func TestAPreemptionNoOtherGoroutineSawIsDropped(t *testing.T) {
 		if e.Index != i {
 			t.Fatalf("event %d has index %d", i, e.Index)
 		}
+	}
+}
+
+// preemptionTrace: a preemption nobody saw (folded), one the worker saw
+// (kept), and one at the very end.
+func preemptionTrace() []rawTransition {
+	const (
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+	)
+	return []rawTransition{
+		{t: 100, id: 1, from: trace.GoUndetermined, to: rn},
+		{t: 110, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // invisible: dropped
+		{t: 120, id: 1, from: rb, to: rn},                                               // with its restart
+		{t: 130, id: 2, actor: 1, from: ne, to: rb, stack: stk("main.worker"), evStack: stk("main.main")},
+		{t: 140, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // the worker runs next: kept
+		{t: 150, id: 2, from: rb, to: rn},
+		{t: 160, id: 2, from: rn, to: wt, reason: "select", stack: stk("runtime.selectgo", "main.worker")},
+		{t: 170, id: 1, from: rb, to: rn},
+		{t: 180, id: 1, from: rn, to: rb, reason: "preempted", stack: stk("main.main")}, // last: kept unless the trace was cut
+	}
+}
+
+// A cut trace (the reader stopped with an error) must not flush a preemption
+// it still holds: its restart may be in the lost part, where the full trace
+// folds the pair away. What a cut yields is a prefix of the full trace's events.
+func TestACutTraceDropsAHeldPreemption(t *testing.T) {
+	raws := preemptionTrace()
+	full := eventKeys(synth(ModeMain, raws).Events)
+	if n := len(full); n != 6 || !strings.Contains(full[n-1], `GoSched "preempted"`) {
+		t.Fatalf("a complete trace keeps its final preemption: %q", full)
+	}
+	held := 0
+	for k := 0; k <= len(raws); k++ {
+		cut, h := replay(ModeMain, raws[:k], "failed to read full batch")
+		got := eventKeys(cut.Events)
+		if !isPrefix(got, full) {
+			t.Fatalf("cut after %d transitions: events\n%q\nare not a prefix of the full trace's\n%q", k, got, full)
+		}
+		if h {
+			held++
+			if n := len(got); n > 0 && strings.Contains(got[n-1], `GoSched "preempted"`) {
+				t.Fatalf("cut after %d transitions emitted the preemption it held: %q", k, got)
+			}
+		}
+	}
+	if held != 3 {
+		t.Fatalf("%d cuts held a preemption, want 3", held)
 	}
 }
