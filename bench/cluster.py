@@ -10,7 +10,7 @@
    seconds / 2-worker job seconds; 2.0 is perfect on 2 cores).
 2. Per-task overhead, in one process with an embedded Ray of 2 CPUs, workers warm: a direct call of the
    remote function's body; one empty task at a time (`ray.get(f.remote())`, the latency); `--tasks` empty
-   tasks in flight together (the throughput); and `pipeline.orchestrate.run_units` with a no-op unit (the
+   tasks in flight together (the throughput); and `pipeline.engine.orchestrate.run_units` with a no-op unit (the
    job's own driver loop: a task per unit, `ray.wait` one at a time, a completion record back). The
    overhead is then set against the mean unit of part 1.
 """
@@ -40,30 +40,36 @@ def corpus(path: Path, copies: int) -> int:
 
 def run_once(input_path: str, out: str, workers: int, chunk_size: int) -> dict:
     """One job in this (fresh) process: Ray start and job seconds, counters from the manifest."""
-    from pipeline.config import JobConfig
-    from pipeline.dedup import DedupSettings
-    from pipeline.functions_job import trace_functions_job
-    from pipeline.orchestrate import start_ray
+    from pipeline.engine.job import run_job
+    from pipeline.engine.orchestrate import start_ray
+    from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
+    from pipeline.stages.dedup import DedupSettings
 
-    config = JobConfig(chunk_size=chunk_size, dedup=DedupSettings(enabled=False))
+    config = FunctionsConfig(chunk_size=chunk_size, dedup=DedupSettings(enabled=False))
     start = time.perf_counter()
     start_ray(None, workers)
     started = time.perf_counter()
-    manifest = trace_functions_job(input_path, out, config, workers=workers)
+    manifest = run_job(FunctionsKind(), input_path, config, out, workers=workers)
     done = time.perf_counter()
     trace = manifest["stats"]["trace"]
-    return {"ray_start": started - start, "job": done - started, "units": manifest["units"],
-            "records": trace["in"], "events": trace["events"], "trace_seconds": trace["seconds"],
-            "rows": sum(table["rows"] for table in manifest["tables"].values())}
+    return {
+        "ray_start": started - start,
+        "job": done - started,
+        "units": manifest["units"],
+        "records": trace["in"],
+        "events": trace["events"],
+        "trace_seconds": trace["seconds"],
+        "rows": sum(table["rows"] for table in manifest["tables"].values()),
+    }
 
 
 def overhead(tasks: int) -> dict:
     """Microseconds per empty task: direct call, one at a time, all in flight, and run_units' loop."""
     import ray
 
-    from pipeline.dataset import UnitRecord
-    from pipeline.executor import Unit
-    from pipeline.orchestrate import MAX_RETRIES, _call, run_units, start_ray
+    from pipeline.engine.dataset import UnitRecord
+    from pipeline.engine.executor import Unit
+    from pipeline.engine.orchestrate import MAX_RETRIES, _call, run_units, start_ray
 
     start_ray(None, 2)
     remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_call)
@@ -98,8 +104,13 @@ def overhead(tasks: int) -> dict:
 
 
 def child(command: list[str]) -> dict:
-    result = subprocess.run([sys.executable, __file__, *command], capture_output=True, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONHASHSEED": "0"})
+    result = subprocess.run(
+        [sys.executable, __file__, *command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     if result.returncode != 0:
         raise SystemExit(f"bench child {command} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -111,8 +122,7 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=8, help="records per unit (one Ray task)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per worker count; the best is kept")
     parser.add_argument("--tasks", type=int, default=2000, help="empty tasks for the overhead measurement")
-    parser.add_argument("--child-run", nargs=4, metavar=("INPUT", "OUT", "WORKERS", "CHUNK"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--child-run", nargs=4, metavar=("INPUT", "OUT", "WORKERS", "CHUNK"), help=argparse.SUPPRESS)
     parser.add_argument("--child-overhead", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_run:
@@ -131,31 +141,40 @@ def main() -> None:
             for workers in (1, 2):
                 out = str(Path(scratch) / f"out-{workers}-{round_}")
                 run = child(["--child-run", str(input_path), out, str(workers), str(args.chunk_size)])
-                print(f"  round {round_ + 1}, {workers} worker(s): job {run['job']:.2f} s "
-                      f"(Ray start {run['ray_start']:.2f} s)", file=sys.stderr)
+                print(
+                    f"  round {round_ + 1}, {workers} worker(s): job {run['job']:.2f} s "
+                    f"(Ray start {run['ray_start']:.2f} s)",
+                    file=sys.stderr,
+                )
                 if workers not in best or run["job"] < best[workers]["job"]:
                     best[workers] = run
         costs = child(["--child-overhead", str(args.tasks)])
 
     one, two = best[1], best[2]
     load = os.getloadavg()
-    print(f"{n_records} records ({args.copies} copies of the good examples), {one['units']} units of "
-          f"{args.chunk_size}, {one['events']} trace events, {one['rows']} rows written; bwrap sandbox; "
-          f"{os.cpu_count()} cores, python {platform.python_version()}, load average "
-          f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; best of {args.repeat}")
+    print(
+        f"{n_records} records ({args.copies} copies of the good examples), {one['units']} units of "
+        f"{args.chunk_size}, {one['events']} trace events, {one['rows']} rows written; bwrap sandbox; "
+        f"{os.cpu_count()} cores, python {platform.python_version()}, load average "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; best of {args.repeat}"
+    )
     print("| workers | Ray start s | job s | records/s | events/s | trace stage s per unit (in the task) |")
     print("|---|---|---|---|---|---|")
     for workers, run in ((1, one), (2, two)):
-        print(f"| {workers} | {run['ray_start']:.2f} | {run['job']:.2f} | {run['records'] / run['job']:.1f} | "
-              f"{run['events'] / run['job']:,.0f} | {run['trace_seconds'] / run['units']:.3f} |")
+        print(
+            f"| {workers} | {run['ray_start']:.2f} | {run['job']:.2f} | {run['records'] / run['job']:.1f} | "
+            f"{run['events'] / run['job']:,.0f} | {run['trace_seconds'] / run['units']:.3f} |"
+        )
     print(f"scaling ratio (1-worker job s / 2-worker job s): {one['job'] / two['job']:.2f} (2.00 = perfect)")
     print("\n| per task | µs |\n|---|---|")
     for name, micros in costs.items():
         print(f"| {name} | {micros:,.0f} |" if micros >= 10 else f"| {name} | {micros:.2f} |")
     unit_s = one["job"] / one["units"]
     loop = next(v for k, v in costs.items() if k.startswith("run_units"))
-    print(f"a unit of this job takes {unit_s:.2f} s on one worker: the job's per-unit orchestration "
-          f"({loop / 1e3:.1f} ms) is {loop / 1e6 / unit_s:.1%} of it")
+    print(
+        f"a unit of this job takes {unit_s:.2f} s on one worker: the job's per-unit orchestration "
+        f"({loop / 1e3:.1f} ms) is {loop / 1e6 / unit_s:.1%} of it"
+    )
 
 
 if __name__ == "__main__":

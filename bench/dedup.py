@@ -5,7 +5,7 @@
 Documents are (code, entry, input) built from examples/functions.jsonl (see `documents`).
 
 Variants, each timed `--repeat` times side by side (best kept; noise only ever adds time):
-  * tracegen — `pipeline.dedup.signatures` (normalise, shingle, `MinHash.update_batch`, pinned seed and
+  * tracegen — `pipeline.stages.dedup.signatures` (normalise, shingle, `MinHash.update_batch`, pinned seed and
     scheme) then `resolve_duplicates` (MinHashLSH at the configured threshold, first of a group kept);
   * datasketch defaults — `MinHash()` and `update` once per shingle, the way its README shows, on the
     same shingle sets (tracegen's normalisation, timed separately and added), then the same LSH resolution
@@ -29,7 +29,7 @@ from datasketch import MinHash, MinHashLSH
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.dedup import DedupSettings, resolve_duplicates, shingles, signature  # noqa: E402
+from pipeline.stages.dedup import DedupSettings, resolve_duplicates, shingles, signature  # noqa: E402
 
 
 def documents(count: int) -> list[tuple[str, str, str]]:
@@ -49,7 +49,7 @@ def documents(count: int) -> list[tuple[str, str, str]]:
             code = rename(code, round_)
         elif kind == 1:
             head, _, body = code.partition("\n")
-            indent = body[:len(body) - len(body.lstrip())] or "    "
+            indent = body[: len(body) - len(body.lstrip())] or "    "
             code = f"{head}\n{indent}_unused_{round_} = {round_}\n{body}"
         else:
             value = f"{value}, {round_ + 1}" if value else str(round_ + 1)
@@ -62,13 +62,14 @@ def rename(code: str, suffix: int) -> str:
     import io
     import tokenize
 
-    from pipeline.dedup import _KEPT_NAMES
+    from pipeline.stages.dedup import _KEPT_NAMES
 
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
         return tokenize.untokenize(
-            (t.type, f"{t.string}_r{suffix}" if t.type == tokenize.NAME and t.string not in _KEPT_NAMES
-             else t.string) for t in tokens)
+            (t.type, f"{t.string}_r{suffix}" if t.type == tokenize.NAME and t.string not in _KEPT_NAMES else t.string)
+            for t in tokens
+        )
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return code
 
@@ -130,7 +131,7 @@ def main() -> None:
         keep("resolve", seconds)
 
     n = len(docs)
-    identical = all((a == b).all() for a, b in zip(ours, theirs))
+    identical = all((a == b).all() for a, b in zip(ours, theirs, strict=True))
     ours_minhash = best["ours_signatures"] - best["shingle"]
     ours_total = best["ours_signatures"] + best["resolve"]
     theirs_total = best["shingle"] + best["theirs_minhash"] + best["resolve"]
@@ -138,22 +139,27 @@ def main() -> None:
     rows = [
         ("normalise + shingle (tracegen's; the same sets for both)", best["shingle"], None),
         ("MinHash: datasketch `MinHash()` + `update` per shingle", best["theirs_minhash"], None),
-        ("MinHash: tracegen `update_batch` (affine32, seed 1)", ours_minhash,
-         best["theirs_minhash"] / ours_minhash),
+        ("MinHash: tracegen `update_batch` (affine32, seed 1)", ours_minhash, best["theirs_minhash"] / ours_minhash),
         ("LSH resolve (MinHashLSH, first of a group kept; the same for both)", best["resolve"], None),
         ("**end to end: datasketch defaults**", theirs_total, 1.0),
         ("**end to end: tracegen**", ours_total, theirs_total / ours_total),
     ]
-    print(f"{n} documents, {mean_shingles:.0f} shingles each on average; num_perm {settings.num_perm}, "
-          f"threshold {settings.threshold}, shingle {settings.shingle}; datasketch {datasketch.__version__}, "
-          f"numpy {np.__version__}, python {platform.python_version()}; one core, best of {args.repeat}")
+    print(
+        f"{n} documents, {mean_shingles:.0f} shingles each on average; num_perm {settings.num_perm}, "
+        f"threshold {settings.threshold}, shingle {settings.shingle}; datasketch {datasketch.__version__}, "
+        f"numpy {np.__version__}, python {platform.python_version()}; one core, best of {args.repeat}"
+    )
     print("| phase | seconds | µs/doc | docs/s | speed-up |\n|---|---|---|---|---|")
     for name, seconds, ratio in rows:
-        print(f"| {name} | {seconds:.3f} | {seconds / n * 1e6:,.0f} | {n / seconds:,.0f} | "
-              f"{'' if ratio is None else f'{ratio:.2f}x'} |")
+        print(
+            f"| {name} | {seconds:.3f} | {seconds / n * 1e6:,.0f} | {n / seconds:,.0f} | "
+            f"{'' if ratio is None else f'{ratio:.2f}x'} |"
+        )
     same = set(ours_dups) == set(theirs_dups)
-    print(f"signatures bit-identical to datasketch defaults: {identical}; duplicates dropped: tracegen "
-          f"{len(ours_dups)}, datasketch defaults {len(theirs_dups)}, same documents: {same}")
+    print(
+        f"signatures bit-identical to datasketch defaults: {identical}; duplicates dropped: tracegen "
+        f"{len(ours_dups)}, datasketch defaults {len(theirs_dups)}, same documents: {same}"
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ waitgroup_test), N runs each. Measured side by side in each of R rounds, the bes
    of running under runtime/trace);
 3. the pipeline's stage in this process: `trace_program` (bwrap sandbox, harness build and N runs,
    strict output checks, raw traces zstd-compressed) + `next_event_rows`, program after program;
-4. the whole job once (`trace_go_job`, local Ray with --workers CPUs, shards and manifest written),
+4. the whole job once (`run_job` of the Go kind, local Ray with --workers CPUs, shards and manifest written),
    Ray's start-up included.
 
 Plain `go test` runs use the host's normal build cache; the pipeline uses its warm caches (built once
@@ -30,12 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.config import JobConfig  # noqa: E402
-from pipeline.go_job import trace_go_job  # noqa: E402
+from pipeline.engine.job import run_job  # noqa: E402
+from pipeline.kinds.go import GoConfig, GoKind  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
 from pipeline.sources.go import GoProgram, discover_programs  # noqa: E402
-from pipeline.stages.go_next_event import next_event_rows  # noqa: E402
-from pipeline.stages.go_runs import GoSettings, GoTools, trace_program  # noqa: E402
+from pipeline.stages.go.next_event import next_event_rows  # noqa: E402
+from pipeline.stages.go.runs import GoSettings, GoTools, trace_program  # noqa: E402
 
 PROGRAMS = ("bank_mutex_test", "subtests_shards", "two_tests", "waitgroup_test")
 
@@ -54,8 +54,12 @@ def plain_go_test(go: str, programs: Path, runs: int, scratch: Path) -> float:
     start = time.perf_counter()
     for name in PROGRAMS:
         for index in range(runs):
-            subprocess.run([go, "test", "-count=1", f"-trace={scratch}/{name}-{index}.trace", "."],
-                           cwd=programs / name, check=True, capture_output=True)
+            subprocess.run(
+                [go, "test", "-count=1", f"-trace={scratch}/{name}-{index}.trace", "."],
+                cwd=programs / name,
+                check=True,
+                capture_output=True,
+            )
     return time.perf_counter() - start
 
 
@@ -63,11 +67,14 @@ def compiled_test_binary(go: str, programs: Path, runs: int, scratch: Path) -> f
     start = time.perf_counter()
     for name in PROGRAMS:
         binary = scratch / f"{name}.test"
-        subprocess.run([go, "test", "-c", "-o", str(binary), "."], cwd=programs / name, check=True,
-                       capture_output=True)
+        subprocess.run([go, "test", "-c", "-o", str(binary), "."], cwd=programs / name, check=True, capture_output=True)
         for index in range(runs):
-            subprocess.run([str(binary), f"-test.trace={scratch}/{name}-{index}.trace", "-test.count=1"],
-                           cwd=programs / name, check=True, capture_output=True)
+            subprocess.run(
+                [str(binary), f"-test.trace={scratch}/{name}-{index}.trace", "-test.count=1"],
+                cwd=programs / name,
+                check=True,
+                capture_output=True,
+            )
     return time.perf_counter() - start
 
 
@@ -76,9 +83,10 @@ def pipeline_stage(programs: list[GoProgram], settings: GoSettings, tools: GoToo
     events = 0
     for program in programs:
         result = trace_program(program, settings, make_sandbox("bwrap", settings.limits()), "bench", tools)
-        next_event_rows(program.program_id, result.runs, settings.min_prefix_runs)
-        assert not result.failures and all(r["status"] == "ok" for r in result.runs), result.failures
-        events += sum(r["n_events"] for r in result.runs)
+        runs, failures = result.rows("go_runs"), result.rows("failures")
+        next_event_rows(program.program_id, runs, settings.min_prefix_runs)
+        assert not failures and all(r["status"] == "ok" for r in runs), failures
+        events += sum(r["n_events"] for r in runs)
     return time.perf_counter() - start, events
 
 
@@ -109,7 +117,7 @@ def main() -> None:
             seconds, events = pipeline_stage(programs, settings, tools)
             best["stage"] = min(best["stage"], seconds)
         start = time.perf_counter()
-        trace_go_job(str(programs_dir), str(temp / "out"), JobConfig(), settings=settings, workers=args.workers)
+        run_job(GoKind(), str(programs_dir), GoConfig(go=settings), str(temp / "out"), workers=args.workers)
         job = time.perf_counter() - start
 
     rate = {name: total / seconds for name, seconds in best.items()}
@@ -122,16 +130,18 @@ def main() -> None:
         f"pipeline stage (bwrap, harness build + runs + checks + zstd traces + distributions), one program at a "
         f"time: {best['stage']:.2f} s = {rate['stage']:.1f} runs/s = {rate['stage'] / rate['plain']:.2f}x plain "
         f"go test, {rate['stage'] / rate['binary']:.2f}x the bare test binary",
-        f"whole job (trace_go_job, local Ray, {args.workers} workers, start-up and shards included): {job:.2f} s = "
-        f"{total / job:.1f} runs/s",
+        f"whole job (run_job of the Go kind, local Ray, {args.workers} workers, start-up and shards included): "
+        f"{job:.2f} s = {total / job:.1f} runs/s",
     ]
     print("\n".join(lines))
     if args.record:
-        command = (f".venv/bin/python bench/go.py --runs {args.runs} --repeat {args.repeat} "
-                   f"--workers {args.workers} --record")
+        command = (
+            f".venv/bin/python bench/go.py --runs {args.runs} --repeat {args.repeat} --workers {args.workers} --record"
+        )
         with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
-            handle.write(f"\n## Go\n\n{time.strftime('%Y-%m-%d')}, `$ {command}`:\n\n```\n" + "\n".join(lines)
-                         + "\n```\n")
+            handle.write(
+                f"\n## Go\n\n{time.strftime('%Y-%m-%d')}, `$ {command}`:\n\n```\n" + "\n".join(lines) + "\n```\n"
+            )
 
 
 if __name__ == "__main__":

@@ -30,15 +30,19 @@ import pyarrow.fs as pafs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "repos"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import repo_fixtures  # noqa: E402
-from pipeline.git_cache import GitCache  # noqa: E402
+
+from pipeline.engine.stats import StageCounters  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
+from pipeline.sources.git_cache import GitCache  # noqa: E402
 from pipeline.sources.repos import RepoSpec  # noqa: E402
-from pipeline.stages import trace_repos  # noqa: E402
-from pipeline.stages.trace_functions import TraceSettings  # noqa: E402
-from pipeline.stats import StageCounters  # noqa: E402
+from pipeline.stages.repos.cut import EntryCutter  # noqa: E402
+from pipeline.stages.repos.install import install_repo  # noqa: E402
+from pipeline.stages.repos.report import report_run  # noqa: E402
+from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
+from pipeline.stages.repos.trace import RepoFailures  # noqa: E402
 from pipeline.writers.parquet import write_table_shards  # noqa: E402
 from schemas import schema_of  # noqa: E402
 
@@ -196,60 +200,68 @@ def build_repo(root: Path, cases: int) -> Path:
     return path
 
 
-def write_seconds(result, out: str) -> float:
+def write_seconds(tables: dict[str, list[dict]], out: str) -> float:
     start = time.perf_counter()
     fs = pafs.LocalFileSystem()
-    for name, rows in (("traces", result.traces), ("failures", result.failures)):
+    for name, rows in tables.items():
         write_table_shards(fs, out, name, pa.Table.from_pylist(rows, schema=schema_of(name)), 0)
     return time.perf_counter() - start
 
 
-def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, settings: TraceSettings) -> dict:
+def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, settings: RepoTraceSettings) -> dict:
     """clone, install, untraced run, traced run, cut, write — timed one after the other on one venv."""
     sandbox = make_sandbox(backend)
-    result = trace_repos.RepoResult([], [], {})
-    fail = trace_repos._Failures(spec, "bench", result)
+    failures: list[dict] = []
+    fail = RepoFailures(spec, "bench", failures)
     counters = {name: StageCounters(name) for name in ("clone", "install", "untraced", "trace", "cut")}
     with counters["clone"].timed():
         checkout = GitCache(str(work / f"git-{backend}")).checkout(spec.url, spec.ref)
     run_dir = tempfile.mkdtemp(prefix=f"bench-{backend}-")
     try:
-        env_dir = trace_repos._install(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
         if env_dir is None:
-            raise SystemExit(f"{backend}: install failed: {result.failures}")
-        baseline = trace_repos.RepoResult([], [], {})
-        stream, _, outcome = trace_repos._trace(spec, checkout.path, env_dir, run_dir, sandbox, settings,
-                                                counters["untraced"], baseline, untraced=True)
-        untraced_tests = len(stream.tests)
-        cutter = trace_repos.EntryCutter(spec, checkout, settings, counters["cut"])
-        stream, log_tail, outcome = trace_repos._trace(spec, checkout.path, env_dir, run_dir, sandbox, settings,
-                                                       counters["trace"], result, on_test=cutter)
-        trace_repos._report(stream, log_tail, outcome, spec, counters["trace"], fail)
-        result.traces = cutter.finish(fail)
+            raise SystemExit(f"{backend}: install failed: {failures}")
+        baseline = run_suite(
+            spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["untraced"], untraced=True
+        )
+        cutter = EntryCutter(spec, checkout, settings, counters["cut"])
+        run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
+        report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
+        traces = cutter.finish(fail)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    write_s = write_seconds(result, str(work / f"out-{backend}"))
-    events = result.timings["stream_events"]
+    write_s = write_seconds({"traces": traces, "failures": failures}, str(work / f"out-{backend}"))
     return {
-        "backend": backend, "clone": counters["clone"].seconds, "install": counters["install"].seconds,
-        "untraced": baseline.timings["trace_run_s"], "trace": result.timings["trace_run_s"],
-        "cut": counters["cut"].seconds + counters["trace"].seconds - result.timings["trace_run_s"],  # parse + cut
-        "write": write_s, "tests": result.timings["tests"], "untraced_tests": untraced_tests, "events": events,
-        "rows": len(result.traces), "row_events": sum(row["n_events"] for row in result.traces),
-        "failures": [f"{row['error_type']}: {row['message'][:120]}" for row in result.failures],
+        "backend": backend,
+        "clone": counters["clone"].seconds,
+        "install": counters["install"].seconds,
+        "untraced": baseline.run_s,
+        "trace": run.run_s,
+        "cut": counters["cut"].seconds + counters["trace"].seconds - run.run_s,  # parse + cut
+        "write": write_s,
+        "tests": len(run.stream.tests),
+        "untraced_tests": len(baseline.stream.tests),
+        "events": counters["trace"].events,
+        "rows": len(traces),
+        "row_events": sum(row["n_events"] for row in traces),
+        "failures": [f"{row['error_type']}: {row['message'][:120]}" for row in failures],
     }
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| backend | clone s | install s | untraced run s | traced run s | cut s | write s | tests | "
-             "events recorded | events/s (traced run) | µs/event over untraced | traced ÷ untraced | rows (events) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| backend | clone s | install s | untraced run s | traced run s | cut s | write s | tests | "
+        "events recorded | events/s (traced run) | µs/event over untraced | traced ÷ untraced | rows (events) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['backend']} | {r['clone']:.2f} | {r['install']:.2f} | {r['untraced']:.2f} | "
-                     f"{r['trace']:.2f} | {r['cut']:.2f} | {r['write']:.2f} | {r['tests']} | {r['events']:,} | "
-                     f"{r['events'] / r['trace']:,.0f} | {(r['trace'] - r['untraced']) / r['events'] * 1e6:.1f} | "
-                     f"{r['trace'] / r['untraced']:.2f} | "
-                     f"{r['rows']:,} ({r['row_events']:,}) |")
+        lines.append(
+            f"| {r['backend']} | {r['clone']:.2f} | {r['install']:.2f} | {r['untraced']:.2f} | "
+            f"{r['trace']:.2f} | {r['cut']:.2f} | {r['write']:.2f} | {r['tests']} | {r['events']:,} | "
+            f"{r['events'] / r['trace']:,.0f} | {(r['trace'] - r['untraced']) / r['events'] * 1e6:.1f} | "
+            f"{r['trace'] / r['untraced']:.2f} | "
+            f"{r['rows']:,} ({r['row_events']:,}) |"
+        )
     return "\n".join(lines)
 
 
@@ -265,7 +277,7 @@ def main() -> None:
     try:
         path = build_repo(work, args.cases)
         spec = RepoSpec(name="wordkit", url=str(path), ref="main", timeout_s=600)
-        settings = TraceSettings()
+        settings = RepoTraceSettings()
         bench_backend(args.backends[0], spec, work / "warm", args.pip_cache, settings)  # warm pip's cache
         runs = {backend: [] for backend in args.backends}
         for round_ in range(args.repeat):
@@ -280,10 +292,14 @@ def main() -> None:
         if r["failures"] or r["untraced_tests"] != r["tests"]:
             print(f"{r['backend']}: {r['untraced_tests']} untraced tests, failures: {r['failures']}")
     if args.record:
-        command = (f"$ .venv/bin/python bench/repos.py --backends {' '.join(args.backends)} --cases {args.cases} "
-                   f"--repeat {args.repeat} --record")
-        note = (f"{time.strftime('%Y-%m-%d')}, `{command}` (CPython {platform.python_version()}, "
-                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end):")
+        command = (
+            f"$ .venv/bin/python bench/repos.py --backends {' '.join(args.backends)} --cases {args.cases} "
+            f"--repeat {args.repeat} --record"
+        )
+        note = (
+            f"{time.strftime('%Y-%m-%d')}, `{command}` (CPython {platform.python_version()}, "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end):"
+        )
         with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
             handle.write(f"\n## Repositories\n\n{note}\n\n{text}\n")
 

@@ -14,7 +14,7 @@ import time
 
 from tracers.pytrace import Budgets, Tracer
 
-WORKLOAD = '''
+WORKLOAD = """
 def score(word):
     total = 0
     for position, char in enumerate(word):
@@ -41,7 +41,7 @@ def f(rounds):
     for i in range(rounds):
         out.append((rank(words)[0][0], collatz(27 + i % 5)))
     return out[-1]
-'''
+"""
 FILENAME = "<bench>"
 
 
@@ -91,9 +91,12 @@ def main():
 
     def run_tracer():
         sink = io.StringIO()
-        tracer = Tracer(lambda c: c.co_filename == FILENAME, lambda c, n: lines[n - 1],
-                        lambda line: (sink.write(line), sink.write("\n")),
-                        budgets=Budgets(max_events=10**9, max_bytes=1 << 40, max_seconds=600))
+        tracer = Tracer(
+            lambda c: c.co_filename == FILENAME,
+            lambda c, n: lines[n - 1],
+            lambda line: (sink.write(line), sink.write("\n")),
+            budgets=Budgets(max_events=10**9, max_bytes=1 << 40, max_seconds=600),
+        )
         outcome = tracer.run(entry, (args.rounds,))
         assert outcome.exit == "normal" and outcome.n_events == n_events, outcome.as_dict()
 
@@ -101,10 +104,14 @@ def main():
     print(f"python {sys.version.split()[0]}  workload f({args.rounds}): {n_events} events  best of {args.repeat}")
     print("| variant | seconds | events/s | × untraced | × bare hook |")
     print("|---|---|---|---|---|")
-    for name, seconds in (("untraced", untraced), ("bare counting settrace hook", bare),
-                          ("tracegen tracer (locals, reprs, JSON lines)", traced)):
-        print(f"| {name} | {seconds:.4f} | {n_events / seconds:,.0f} | {seconds / untraced:.1f} | "
-              f"{seconds / bare:.2f} |")
+    for name, seconds in (
+        ("untraced", untraced),
+        ("bare counting settrace hook", bare),
+        ("tracegen tracer (locals, reprs, JSON lines)", traced),
+    ):
+        print(
+            f"| {name} | {seconds:.4f} | {n_events / seconds:,.0f} | {seconds / untraced:.1f} | {seconds / bare:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.debugger import PolicyConfig  # noqa: E402
-from pipeline.stages.trajectories import sample_trajectories_stage  # noqa: E402
+from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage  # noqa: E402
 from schemas import traces as traces_schema  # noqa: E402
 from tracers.pytrace import Budgets, trace_source  # noqa: E402
 
@@ -44,15 +44,31 @@ def trace_examples(max_events: int) -> tuple[list[dict], float]:
         if record["id"].startswith("bad_"):
             continue
         start = time.perf_counter()
-        result = trace_source(record["code"], record.get("entry", "f"), record["input"],
-                              budgets=Budgets(max_events=max_events))
+        result = trace_source(
+            record["code"], record.get("entry", "f"), record["input"], budgets=Budgets(max_events=max_events)
+        )
         seconds += time.perf_counter() - start
         events = [{**event, "locals": list(event["locals"].items())} for event in result["events"]]
-        rows.append({"trace_id": record["id"], "source_id": record["id"], "source_kind": "function",
-                     "repo_url": None, "commit": None, "path": None, "qualname": record.get("entry", "f"),
-                     "code": record["code"], "input": record["input"], "python_version": platform.python_version(),
-                     "tracer_version": "1", "exit": result["exit"], "truncated": result["truncated"],
-                     "truncation_reason": result["reason"], "n_events": len(events), "events": events})
+        rows.append(
+            {
+                "trace_id": record["id"],
+                "source_id": record["id"],
+                "source_kind": "function",
+                "repo_url": None,
+                "commit": None,
+                "path": None,
+                "qualname": record.get("entry", "f"),
+                "code": record["code"],
+                "input": record["input"],
+                "python_version": platform.python_version(),
+                "tracer_version": "1",
+                "exit": result["exit"],
+                "truncated": result["truncated"],
+                "truncation_reason": result["reason"],
+                "n_events": len(events),
+                "events": events,
+            }
+        )
     return rows, seconds
 
 
@@ -72,7 +88,7 @@ def pipeline_trace_seconds() -> tuple[float, int] | None:
         sandbox = make_sandbox("process")
     try:
         start = time.perf_counter()
-        rows, _, _ = trace_functions(records, sandbox, TraceSettings(), "bench")
+        rows = trace_functions(records, sandbox, TraceSettings(), "bench").rows("traces")
         return time.perf_counter() - start, sum(row["n_events"] for row in rows)
     except Exception as error:  # no runnable sandbox here: report the in-process figure only
         print(f"(job trace stage not measured: {error})")
@@ -108,32 +124,46 @@ def main() -> None:
         traced = min(traced, trace_examples(args.max_events)[1])
         for per_trace in ks:
             start = time.perf_counter()
-            out, failures, _ = sample_trajectories_stage(rows, config, 0, per_trace, "bench")
+            sampling = SamplingSettings(seed=0, per_trace=per_trace, policy=config)
+            output = sample_trajectories_stage(rows, sampling, "bench")
+            out, failures = output.rows("trajectories"), output.rows("failures")
             best[per_trace] = min(best[per_trace], time.perf_counter() - start)
             results[per_trace] = (best[per_trace], len(out), sum(row["n_tokens"] for row in out), len(failures))
 
-    lines = [f"traces: {len(rows)} from examples/functions.jsonl, {n_events} events "
-             f"(python {platform.python_version()}, {platform.machine()}, one core)",
-             f"tracing them in-process (trace_source, best of {args.repeat}): {traced:.3f} s "
-             f"= {n_events / traced:,.0f} events/s"]
+    lines = [
+        f"traces: {len(rows)} from examples/functions.jsonl, {n_events} events "
+        f"(python {platform.python_version()}, {platform.machine()}, one core)",
+        f"tracing them in-process (trace_source, best of {args.repeat}): {traced:.3f} s "
+        f"= {n_events / traced:,.0f} events/s",
+    ]
     staged = pipeline_trace_seconds()
     if staged is not None:
-        lines.append(f"the job's trace stage on the same records (process sandbox, fork per record): "
-                     f"{staged[0]:.3f} s for {staged[1]} events = {staged[1] / staged[0]:,.0f} events/s")
+        lines.append(
+            f"the job's trace stage on the same records (process sandbox, fork per record): "
+            f"{staged[0]:.3f} s for {staged[1]} events = {staged[1] / staged[0]:,.0f} events/s"
+        )
     for per_trace, (seconds, count, tokens, failures) in results.items():
-        lines.append(f"K={per_trace} per direction: {count} trajectories in {seconds:.3f} s = "
-                     f"{count / seconds:,.0f} trajectories/s/core, {n_events / seconds:,.0f} trace events/s, "
-                     f"{tokens / seconds / 1e6:.1f} M byte-tokens/s; tracing/sampling = "
-                     f"{traced / seconds:.1f}x in-process" +
-                     (f", {staged[0] / seconds:.0f}x the job's trace stage" if staged else "") +
-                     f" ({failures} failures)")
+        lines.append(
+            f"K={per_trace} per direction: {count} trajectories in {seconds:.3f} s = "
+            f"{count / seconds:,.0f} trajectories/s/core, {n_events / seconds:,.0f} trace events/s, "
+            f"{tokens / seconds / 1e6:.1f} M byte-tokens/s; tracing/sampling = "
+            f"{traced / seconds:.1f}x in-process"
+            + (f", {staged[0] / seconds:.0f}x the job's trace stage" if staged else "")
+            + f" ({failures} failures)"
+        )
     print("\n".join(lines))
     if args.record:
         command = "  ".join(["$", ".venv/bin/python", "bench/trajectories.py", *sys.argv[1:]])
         results_file = ROOT / "bench" / "RESULTS.md"
         existing = results_file.read_text() if results_file.exists() else "# Benchmark results\n"
         block = ([] if "\n## Trajectories\n" in "\n" + existing else ["", "## Trajectories", ""]) + [
-            f"{time.strftime('%Y-%m-%d')}, `{command.replace('  ', ' ')}`:", "", "```", *lines, "```", ""]
+            f"{time.strftime('%Y-%m-%d')}, `{command.replace('  ', ' ')}`:",
+            "",
+            "```",
+            *lines,
+            "```",
+            "",
+        ]
         with open(results_file, "a", encoding="utf-8") as handle:
             handle.write("\n".join(block) + "\n")
 

@@ -3,7 +3,7 @@
     ray job submit --working-dir . -- python jobs/trace_functions.py --input FILE --out DIR|URI
     python jobs/trace_functions.py --input FILE --out DIR          # embedded local Ray
 
-Takes the options of `tracegen trace-functions`.
+Takes the options of `tracegen trace-functions` (pipeline/kinds/functions.py).
 """
 
 import sys

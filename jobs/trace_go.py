@@ -1,9 +1,9 @@
 """Ray job entry point: run Go programs N times under runtime/trace.
 
     ray job submit --working-dir . -- python jobs/trace_go.py --programs DIR --runs N --out DIR|URI
-    python jobs/trace_go.py --programs DIR --out DIR                 # embedded local Ray
+    python jobs/trace_go.py --programs DIR --out DIR          # embedded local Ray
 
-Takes the options of `tracegen trace-go`.
+Takes the options of `tracegen trace-go` (pipeline/kinds/go.py).
 """
 
 import sys

@@ -1,9 +1,9 @@
 """Ray job entry point: trace repositories' test suites, cut into function-level traces.
 
     ray job submit --working-dir . -- python jobs/trace_repos.py --manifest repos.toml --out DIR|URI
-    python jobs/trace_repos.py --manifest repos.toml --out DIR      # embedded local Ray
+    python jobs/trace_repos.py --manifest repos.toml --out DIR          # embedded local Ray
 
-Takes the options of `tracegen trace-repos`.
+Takes the options of `tracegen trace-repos` (pipeline/kinds/repos.py).
 """
 
 import sys

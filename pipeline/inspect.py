@@ -4,8 +4,8 @@ import json
 
 import polars as pl
 
-from pipeline.dataset import open_root, read_manifest
 from pipeline.debugger.report import trajectory_report
+from pipeline.engine.dataset import open_root, read_manifest
 
 
 def load_table(out: str, table: str) -> pl.DataFrame | None:
@@ -35,23 +35,33 @@ def summarize(out: str, *, examples: int = 1) -> str:
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
-    lines = [f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
-             f"created {manifest['created']})", "", "tables:"]
+    lines = [
+        f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
+        f"created {manifest['created']})",
+        "",
+        "tables:",
+    ]
     empty = [name for name, table in manifest["tables"].items() if not table["rows"]]
     for name, table in manifest["tables"].items():
         if table["rows"]:
-            lines.append(f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
-                         f"{table['bytes'] / 1e6:>8.2f} MB  {root}/{name}/*.parquet")
+            lines.append(
+                f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
+                f"{table['bytes'] / 1e6:>8.2f} MB  {root}/{name}/*.parquet"
+            )
     if empty:
         lines.append(f"  (no rows: {', '.join(empty)})")
     traces = load_table(out, "traces")
     if traces is not None:
         lines += ["", "traces by exit:"]
-        lines += [f"  {exit_:<8} truncated={truncated!s:<5} {n:>6}" for exit_, truncated, n in
-                  counts(traces, "exit", "truncated")]
+        lines += [
+            f"  {exit_:<8} truncated={truncated!s:<5} {n:>6}"
+            for exit_, truncated, n in counts(traces, "exit", "truncated")
+        ]
         lengths = traces["n_events"]
-        lines.append(f"events per trace: min {lengths.min()}  median {lengths.median():.0f}  "
-                     f"max {lengths.max()}  total {lengths.sum()}")
+        lines.append(
+            f"events per trace: min {lengths.min()}  median {lengths.median():.0f}  "
+            f"max {lengths.max()}  total {lengths.sum()}"
+        )
         mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
         lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
     lines += _go_report(out)
@@ -74,8 +84,10 @@ def summarize(out: str, *, examples: int = 1) -> str:
         lines += ["", "stages:"]
         for stage, values in stats.items():
             dropped = ", ".join(f"{k} {v}" for k, v in values["dropped"].items()) or "-"
-            lines.append(f"  {stage:<12} in {values['in']:>6}  out {values['out']:>6}  "
-                         f"{values['seconds']:>8.2f}s  dropped: {dropped}")
+            lines.append(
+                f"  {stage:<12} in {values['in']:>6}  out {values['out']:>6}  "
+                f"{values['seconds']:>8.2f}s  dropped: {dropped}"
+            )
     return "\n".join(lines)
 
 
@@ -94,8 +106,10 @@ def _go_report(out: str) -> list[str]:
         lines += [f"  {kind:<10} {n:>7} rows  {entropy:.3f}" for kind, n, entropy in summary.iter_rows()]
         top = next_event.sort(["entropy", "program_id", "depth"], descending=[True, False, False]).row(0, named=True)
         probs = "  ".join(f"{name} {p:.2f}" for name, p in top["probs"].items() if p > 0)
-        lines.append(f"most uncertain: {top['program_id']} {top['prefix_kind']} depth {top['depth']} "
-                     f"(n={top['n']}, {top['entropy']:.2f} bits): {probs}")
+        lines.append(
+            f"most uncertain: {top['program_id']} {top['prefix_kind']} depth {top['depth']} "
+            f"(n={top['n']}, {top['entropy']:.2f} bits): {probs}"
+        )
     return lines
 
 
@@ -114,5 +128,7 @@ def decode_event(event: dict) -> str:
         local_pairs = local_pairs.items()
     local_text = json.dumps(dict(local_pairs), ensure_ascii=False)
     arg = f"  -> {event['arg']}" if event["arg"] is not None else ""
-    return (f"  {event['index']:>4} {'  ' * event['depth']}{event['event']:<9} {event['function']}:"
-            f"{event['lineno']:<4} {event['source'].strip():<36} {local_text}{arg}")
+    return (
+        f"  {event['index']:>4} {'  ' * event['depth']}{event['event']:<9} {event['function']}:"
+        f"{event['lineno']:<4} {event['source'].strip():<36} {local_text}{arg}"
+    )

@@ -34,33 +34,63 @@ END = "End"
 OUTCOMES = EVENT_TYPES + (END,)
 PREFIX_KINDS = ("global", "goroutine", "exact")
 
-_OUTCOME_DOC = {END: "the run (global, exact) or the goroutine's sequence in it (goroutine) is known to "
-                     "end here"}
+_OUTCOME_DOC = {END: "the run (global, exact) or the goroutine's sequence in it (goroutine) is known to end here"}
 
-COUNTS = pa.struct([field(name, pa.int32(), _OUTCOME_DOC.get(name, f"runs whose next event is {name}"),
-                          nullable=False) for name in OUTCOMES])
+COUNTS = pa.struct(
+    [
+        field(name, pa.int32(), _OUTCOME_DOC.get(name, f"runs whose next event is {name}"), nullable=False)
+        for name in OUTCOMES
+    ]
+)
 PROBS = pa.struct([field(name, pa.float64(), f"counts.{name} / n", nullable=False) for name in OUTCOMES])
 
-SCHEMA = pa.schema([
-    field("program_id", pa.string(), "the go_runs program_id", nullable=False),
-    field("prefix_kind", pa.string(), "global | goroutine | exact (see the table doc)", nullable=False),
-    field("depth", pa.int32(), "k: the prefix length (global, exact: events of the run; goroutine: events of "
-          "that goroutine); the row describes event k (0-based), i.e. what follows k events", nullable=False),
-    field("goroutine", pa.int32(), "program-canonical goroutine id (as in go_runs) for goroutine rows; null "
-          "for global and exact rows"),
-    field("gpath", pa.string(), "that goroutine's canonical key path; null for global and exact rows"),
-    field("prefix_hash", pa.string(), "exact rows: hex of h_k, where h_0 = sha256(b'') and h_{i+1} = "
-          "sha256(h_i || json.dumps([goroutine, event, reason, function, file, line]) of event i) (digests as "
-          "raw bytes; JSON with separators (',', ':')); the prefix itself is events[:depth] of any run in "
-          "`runs`. Null for global and goroutine rows"),
-    field("n", pa.int32(), "number of runs counted (see the table doc for censoring)", nullable=False),
-    field("runs", pa.list_(pa.field("item", pa.int32(), nullable=False)), "run_index of every counted run, "
-          "ascending", nullable=False),
-    field("counts", COUNTS, "raw counts per next event type; they sum to n", nullable=False),
-    field("probs", PROBS, "empirical probabilities counts / n (unsmoothed: smooth from counts and n)",
-          nullable=False),
-    field("detail_counts", pa.map_(pa.string(), pa.int32()), "counts per event and reason, keyed 'Event' or "
-          "'Event(reason)', e.g. 'GoBlock(select)'; keys sorted", nullable=False),
-    field("entropy", pa.float64(), "Shannon entropy of probs in bits (0 when every counted run agrees)",
-          nullable=False),
-])
+SCHEMA = pa.schema(
+    [
+        field("program_id", pa.string(), "the go_runs program_id", nullable=False),
+        field("prefix_kind", pa.string(), "global | goroutine | exact (see the table doc)", nullable=False),
+        field(
+            "depth",
+            pa.int32(),
+            "k: the prefix length (global, exact: events of the run; goroutine: events of "
+            "that goroutine); the row describes event k (0-based), i.e. what follows k events",
+            nullable=False,
+        ),
+        field(
+            "goroutine",
+            pa.int32(),
+            "program-canonical goroutine id (as in go_runs) for goroutine rows; null for global and exact rows",
+        ),
+        field("gpath", pa.string(), "that goroutine's canonical key path; null for global and exact rows"),
+        field(
+            "prefix_hash",
+            pa.string(),
+            "exact rows: hex of h_k, where h_0 = sha256(b'') and h_{i+1} = "
+            "sha256(h_i || json.dumps([goroutine, event, reason, function, file, line]) of event i) (digests as "
+            "raw bytes; JSON with separators (',', ':')); the prefix itself is events[:depth] of any run in "
+            "`runs`. Null for global and goroutine rows",
+        ),
+        field("n", pa.int32(), "number of runs counted (see the table doc for censoring)", nullable=False),
+        field(
+            "runs",
+            pa.list_(pa.field("item", pa.int32(), nullable=False)),
+            "run_index of every counted run, ascending",
+            nullable=False,
+        ),
+        field("counts", COUNTS, "raw counts per next event type; they sum to n", nullable=False),
+        field(
+            "probs", PROBS, "empirical probabilities counts / n (unsmoothed: smooth from counts and n)", nullable=False
+        ),
+        field(
+            "detail_counts",
+            pa.map_(pa.string(), pa.int32()),
+            "counts per event and reason, keyed 'Event' or 'Event(reason)', e.g. 'GoBlock(select)'; keys sorted",
+            nullable=False,
+        ),
+        field(
+            "entropy",
+            pa.float64(),
+            "Shannon entropy of probs in bits (0 when every counted run agrees)",
+            nullable=False,
+        ),
+    ]
+)

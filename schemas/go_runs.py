@@ -15,79 +15,162 @@ VERSION = 1
 
 STATUSES = ("ok", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
 
-EVENT = pa.struct([
-    field("index", pa.int32(), "position among the run's kept (program) events, from 0", nullable=False),
-    field("goroutine", pa.int32(), "program-canonical id of the goroutine whose state changed (see the "
-          "table doc); 0 is the main goroutine (main programs) or the first test's goroutine", nullable=False),
-    field("gpath", pa.string(), "the goroutine's canonical key path, e.g. '0.2.1'", nullable=False),
-    field("event", pa.string(), "GoCreate | GoStart | GoBlock | GoUnblock | GoSched | GoEnd | GoSyscall | "
-          "GoTransition (a state change the mapping does not name)", nullable=False),
-    field("reason", pa.string(), "GoBlock: the runtime's block reason (chan send, chan receive, select, "
-          "sync, sync.(*Cond).Wait, sleep, forever, ...); GoSched: runtime.Gosched | preempted; GoSyscall: "
-          "enter | exit; GoCreate: '' or created blocked / created in syscall; GoTransition: 'From->To'; "
-          "else ''", nullable=False),
-    field("peer", pa.int32(), "program-canonical id of the other program goroutine involved: the creator "
-          "for GoCreate, the unblocker for GoUnblock; -1 otherwise or when it is not the program's",
-          nullable=False),
-    field("function", pa.string(), "innermost user (non-runtime, non-standard-library) frame of the relevant "
-          "stack: GoCreate the go statement, GoUnblock the unblocker, GoBlock/GoSched/GoSyscall enter the "
-          "goroutine itself, GoStart/GoSyscall exit where it resumes; '' when none (GoEnd)", nullable=False),
-    field("file", pa.string(), "that frame's file, relative to the module root (e.g. main.go)",
-          nullable=False),
-    field("line", pa.int32(), "that frame's line; 0 when there is no frame", nullable=False),
-    field("time_ns", pa.int64(), "nanoseconds since the run's first kept event", nullable=False),
-])
+EVENT = pa.struct(
+    [
+        field("index", pa.int32(), "position among the run's kept (program) events, from 0", nullable=False),
+        field(
+            "goroutine",
+            pa.int32(),
+            "program-canonical id of the goroutine whose state changed (see the "
+            "table doc); 0 is the main goroutine (main programs) or the first test's goroutine",
+            nullable=False,
+        ),
+        field("gpath", pa.string(), "the goroutine's canonical key path, e.g. '0.2.1'", nullable=False),
+        field(
+            "event",
+            pa.string(),
+            "GoCreate | GoStart | GoBlock | GoUnblock | GoSched | GoEnd | GoSyscall | "
+            "GoTransition (a state change the mapping does not name)",
+            nullable=False,
+        ),
+        field(
+            "reason",
+            pa.string(),
+            "GoBlock: the runtime's block reason (chan send, chan receive, select, "
+            "sync, sync.(*Cond).Wait, sleep, forever, ...); GoSched: runtime.Gosched | preempted; GoSyscall: "
+            "enter | exit; GoCreate: '' or created blocked / created in syscall; GoTransition: 'From->To'; "
+            "else ''",
+            nullable=False,
+        ),
+        field(
+            "peer",
+            pa.int32(),
+            "program-canonical id of the other program goroutine involved: the creator "
+            "for GoCreate, the unblocker for GoUnblock; -1 otherwise or when it is not the program's",
+            nullable=False,
+        ),
+        field(
+            "function",
+            pa.string(),
+            "innermost user (non-runtime, non-standard-library) frame of the relevant "
+            "stack: GoCreate the go statement, GoUnblock the unblocker, GoBlock/GoSched/GoSyscall enter the "
+            "goroutine itself, GoStart/GoSyscall exit where it resumes; '' when none (GoEnd)",
+            nullable=False,
+        ),
+        field("file", pa.string(), "that frame's file, relative to the module root (e.g. main.go)", nullable=False),
+        field("line", pa.int32(), "that frame's line; 0 when there is no frame", nullable=False),
+        field("time_ns", pa.int64(), "nanoseconds since the run's first kept event", nullable=False),
+    ]
+)
 
-GOROUTINE = pa.struct([
-    field("goroutine", pa.int32(), "program-canonical id", nullable=False),
-    field("gpath", pa.string(), "canonical key path", nullable=False),
-    field("start_function", pa.string(), "the goroutine's start function (main.main, main.worker, "
-          "testing.tRunner, ...)", nullable=False),
-    field("final_state", pa.string(), "state where the trace ends (or where reading stopped, when "
-          "truncated): Running | Runnable | Waiting | Syscall | NotExist (ended)", nullable=False),
-    field("final_reason", pa.string(), "the block reason when final_state is Waiting, else ''",
-          nullable=False),
-])
+GOROUTINE = pa.struct(
+    [
+        field("goroutine", pa.int32(), "program-canonical id", nullable=False),
+        field("gpath", pa.string(), "canonical key path", nullable=False),
+        field(
+            "start_function",
+            pa.string(),
+            "the goroutine's start function (main.main, main.worker, testing.tRunner, ...)",
+            nullable=False,
+        ),
+        field(
+            "final_state",
+            pa.string(),
+            "state where the trace ends (or where reading stopped, when "
+            "truncated): Running | Runnable | Waiting | Syscall | NotExist (ended)",
+            nullable=False,
+        ),
+        field("final_reason", pa.string(), "the block reason when final_state is Waiting, else ''", nullable=False),
+    ]
+)
 
-SCHEMA = pa.schema([
-    field("program_id", pa.string(), "the program directory's path relative to --programs (posix)",
-          nullable=False),
-    field("run_index", pa.int32(), "0 .. runs-1, each run its own process; -1 for the build_error row",
-          nullable=False),
-    field("status", pa.string(), "ok | deadlock (timed out with every live program goroutine blocked on a "
-          "channel, select or sync primitive) | timeout | panic | race (the race detector reported) | "
-          "exit_error (any other non-zero exit, incl. fatal runtime errors and failing tests) | build_error "
-          "(the program did not compile; the compiler's message is in stderr_tail)", nullable=False),
-    field("mode", pa.string(), "main (a main package) | test (a package with func TestX(t *testing.T))",
-          nullable=False),
-    field("race", pa.bool_(), "built with the race detector", nullable=False),
-    field("gomaxprocs", pa.int32(), "GOMAXPROCS of the run; null when left to the runtime's default"),
-    field("exit_code", pa.int32(), "the process's exit code; -1 when killed by a signal (the harness kills "
-          "a run at timeout + max(2s, timeout/2)); 124 when the injected watchdog ended a main program at "
-          "its timeout", nullable=False),
-    field("duration_ms", pa.int64(), "wall time of the run (of the build, for build_error)", nullable=False),
-    field("complete", pa.bool_(), "true when `events` is the run's whole story: the trace was written, read "
-          "to its end without error, not truncated, and the run ended by itself (ok, panic, race, a failing "
-          "test) or deadlocked. False for timeout (the run was cut, later events are unknown), truncated "
-          "runs, lost traces (os.Exit, fatal runtime errors) and build_error. Incomplete runs are censored "
-          "in go_next_event, never counted as having ended", nullable=False),
-    field("truncated", pa.bool_(), "the event cap (max_events) was hit; later events were not read",
-          nullable=False),
-    field("trace_error", pa.string(), "why the trace reader stopped early (a cut-short trace: the events of "
-          "every complete generation are kept); null when it did not"),
-    field("stderr_tail", pa.string(), "last 4000 bytes of the run's stderr (panic, race report, goroutine "
-          "dump); for build_error the compiler's output; null when empty"),
-    field("stdout_tail", pa.string(), "last 4000 bytes of the run's stdout; null when empty"),
-    field("n_events", pa.int32(), "number of events", nullable=False),
-    field("events", pa.list_(pa.field("item", EVENT, nullable=False)), "the program's goroutine events in "
-          "trace order (runtime, tracer, testing-framework and timer goroutines are dropped)", nullable=False),
-    field("goroutines", pa.list_(pa.field("item", GOROUTINE, nullable=False)), "the program goroutines that "
-          "appear in this run", nullable=False),
-    field("trace_bytes", pa.int64(), "size of the run's raw runtime/trace file; null when none was written"),
-    field("trace_stored", pa.bool_(), "the raw trace is in the go_traces table (false when none was "
-          "written or it exceeded max_trace_bytes)", nullable=False),
-    field("go_version", pa.string(), "the Go toolchain that built and ran the program, e.g. go1.26.8",
-          nullable=False),
-    field("harness_version", pa.string(), "hash of the go_harness sources (the event mapping and filters)",
-          nullable=False),
-])
+SCHEMA = pa.schema(
+    [
+        field("program_id", pa.string(), "the program directory's path relative to --programs (posix)", nullable=False),
+        field(
+            "run_index", pa.int32(), "0 .. runs-1, each run its own process; -1 for the build_error row", nullable=False
+        ),
+        field(
+            "status",
+            pa.string(),
+            "ok | deadlock (timed out with every live program goroutine blocked on a "
+            "channel, select or sync primitive) | timeout | panic | race (the race detector reported) | "
+            "exit_error (any other non-zero exit, incl. fatal runtime errors and failing tests) | build_error "
+            "(the program did not compile; the compiler's message is in stderr_tail)",
+            nullable=False,
+        ),
+        field(
+            "mode",
+            pa.string(),
+            "main (a main package) | test (a package with func TestX(t *testing.T))",
+            nullable=False,
+        ),
+        field("race", pa.bool_(), "built with the race detector", nullable=False),
+        field("gomaxprocs", pa.int32(), "GOMAXPROCS of the run; null when left to the runtime's default"),
+        field(
+            "exit_code",
+            pa.int32(),
+            "the process's exit code; -1 when killed by a signal (the harness kills "
+            "a run at timeout + max(2s, timeout/2)); 124 when the injected watchdog ended a main program at "
+            "its timeout",
+            nullable=False,
+        ),
+        field("duration_ms", pa.int64(), "wall time of the run (of the build, for build_error)", nullable=False),
+        field(
+            "complete",
+            pa.bool_(),
+            "true when `events` is the run's whole story: the trace was written, read "
+            "to its end without error, not truncated, and the run ended by itself (ok, panic, race, a failing "
+            "test) or deadlocked. False for timeout (the run was cut, later events are unknown), truncated "
+            "runs, lost traces (os.Exit, fatal runtime errors) and build_error. Incomplete runs are censored "
+            "in go_next_event, never counted as having ended",
+            nullable=False,
+        ),
+        field(
+            "truncated", pa.bool_(), "the event cap (max_events) was hit; later events were not read", nullable=False
+        ),
+        field(
+            "trace_error",
+            pa.string(),
+            "why the trace reader stopped early (a cut-short trace: the events of "
+            "every complete generation are kept); null when it did not",
+        ),
+        field(
+            "stderr_tail",
+            pa.string(),
+            "last 4000 bytes of the run's stderr (panic, race report, goroutine "
+            "dump); for build_error the compiler's output; null when empty",
+        ),
+        field("stdout_tail", pa.string(), "last 4000 bytes of the run's stdout; null when empty"),
+        field("n_events", pa.int32(), "number of events", nullable=False),
+        field(
+            "events",
+            pa.list_(pa.field("item", EVENT, nullable=False)),
+            "the program's goroutine events in "
+            "trace order (runtime, tracer, testing-framework and timer goroutines are dropped)",
+            nullable=False,
+        ),
+        field(
+            "goroutines",
+            pa.list_(pa.field("item", GOROUTINE, nullable=False)),
+            "the program goroutines that appear in this run",
+            nullable=False,
+        ),
+        field("trace_bytes", pa.int64(), "size of the run's raw runtime/trace file; null when none was written"),
+        field(
+            "trace_stored",
+            pa.bool_(),
+            "the raw trace is in the go_traces table (false when none was written or it exceeded max_trace_bytes)",
+            nullable=False,
+        ),
+        field(
+            "go_version", pa.string(), "the Go toolchain that built and ran the program, e.g. go1.26.8", nullable=False
+        ),
+        field(
+            "harness_version",
+            pa.string(),
+            "hash of the go_harness sources (the event mapping and filters)",
+            nullable=False,
+        ),
+    ]
+)

@@ -6,41 +6,64 @@ from schemas.fields import field
 
 VERSION = 1
 
-EVENT = pa.struct([
-    field("index", pa.int32(), "position of the event in the trace, from 0", nullable=False),
-    field("event", pa.string(), "call | line | return | exception", nullable=False),
-    field("frame_id", pa.int32(), "id of the frame, by order of first call; a generator keeps its id "
-          "across resumes", nullable=False),
-    field("parent_frame_id", pa.int32(), "nearest traced caller frame; null for the entry frame"),
-    field("depth", pa.int32(), "number of traced frames below this one on the stack", nullable=False),
-    field("lineno", pa.int32(), "line number in the traced source", nullable=False),
-    field("function", pa.string(), "qualified name of the frame's code object", nullable=False),
-    field("source", pa.string(), "exact text of the line (the def line for a call)", nullable=False),
-    field("locals", pa.map_(pa.string(), pa.string()), "the frame's locals as bounded reprs, in frame "
-          "order: arguments at a call, the state before the line runs at a line event", nullable=False),
-    field("arg", pa.string(), "return value repr (return), exception repr (exception), else null"),
-])
+EVENT = pa.struct(
+    [
+        field("index", pa.int32(), "position of the event in the trace, from 0", nullable=False),
+        field("event", pa.string(), "call | line | return | exception", nullable=False),
+        field(
+            "frame_id",
+            pa.int32(),
+            "id of the frame, by order of first call; a generator keeps its id across resumes",
+            nullable=False,
+        ),
+        field("parent_frame_id", pa.int32(), "nearest traced caller frame; null for the entry frame"),
+        field("depth", pa.int32(), "number of traced frames below this one on the stack", nullable=False),
+        field("lineno", pa.int32(), "line number in the traced source", nullable=False),
+        field("function", pa.string(), "qualified name of the frame's code object", nullable=False),
+        field("source", pa.string(), "exact text of the line (the def line for a call)", nullable=False),
+        field(
+            "locals",
+            pa.map_(pa.string(), pa.string()),
+            "the frame's locals as bounded reprs, in frame "
+            "order: arguments at a call, the state before the line runs at a line event",
+            nullable=False,
+        ),
+        field("arg", pa.string(), "return value repr (return), exception repr (exception), else null"),
+    ]
+)
 
-SCHEMA = pa.schema([
-    field("trace_id", pa.string(), "content hash of the source and the events (hex)", nullable=False),
-    field("source_id", pa.string(), "the input record's id, or repo@commit:path:qualname", nullable=False),
-    field("source_kind", pa.string(), "function | repo", nullable=False),
-    field("repo_url", pa.string(), "repository URL (repo traces)"),
-    field("commit", pa.string(), "commit SHA (repo traces)"),
-    field("path", pa.string(), "file path in the repository (repo traces)"),
-    field("qualname", pa.string(), "qualified name of the entry function", nullable=False),
-    field("test_id", pa.string(), "pytest node id of the test that made the call (repo traces)"),
-    field("code", pa.string(), "entry code context: the record's source, or the entry function's source",
-          nullable=False),
-    field("input", pa.string(), "argument text of the entry call `entry(<input>)`"),
-    field("python_version", pa.string(), "CPython version that ran the trace", nullable=False),
-    field("tracer_version", pa.string(), "version of tracers/pytrace.py", nullable=False),
-    field("exit", pa.string(), "normal | error (uncaught exception) | never (a budget ran out)",
-          nullable=False),
-    field("truncated", pa.bool_(), "true when the trace ended before the call did", nullable=False),
-    field("truncation_reason", pa.string(), "max_events | max_bytes | max_seconds | wall_time_kill | "
-          "tracer_disabled | ...; null unless truncated"),
-    field("n_events", pa.int32(), "number of events", nullable=False),
-    field("events", pa.list_(pa.field("item", EVENT, nullable=False)), "the events in recorded order; the "
-          "first is the entry call", nullable=False),
-])
+SCHEMA = pa.schema(
+    [
+        field("trace_id", pa.string(), "content hash of the source and the events (hex)", nullable=False),
+        field("source_id", pa.string(), "the input record's id, or repo@commit:path:qualname", nullable=False),
+        field("source_kind", pa.string(), "function | repo", nullable=False),
+        field("repo_url", pa.string(), "repository URL (repo traces)"),
+        field("commit", pa.string(), "commit SHA (repo traces)"),
+        field("path", pa.string(), "file path in the repository (repo traces)"),
+        field("qualname", pa.string(), "qualified name of the entry function", nullable=False),
+        field("test_id", pa.string(), "pytest node id of the test that made the call (repo traces)"),
+        field(
+            "code",
+            pa.string(),
+            "entry code context: the record's source, or the entry function's source",
+            nullable=False,
+        ),
+        field("input", pa.string(), "argument text of the entry call `entry(<input>)`"),
+        field("python_version", pa.string(), "CPython version that ran the trace", nullable=False),
+        field("tracer_version", pa.string(), "version of tracers/pytrace.py", nullable=False),
+        field("exit", pa.string(), "normal | error (uncaught exception) | never (a budget ran out)", nullable=False),
+        field("truncated", pa.bool_(), "true when the trace ended before the call did", nullable=False),
+        field(
+            "truncation_reason",
+            pa.string(),
+            "max_events | max_bytes | max_seconds | wall_time_kill | tracer_disabled | ...; null unless truncated",
+        ),
+        field("n_events", pa.int32(), "number of events", nullable=False),
+        field(
+            "events",
+            pa.list_(pa.field("item", EVENT, nullable=False)),
+            "the events in recorded order; the first is the entry call",
+            nullable=False,
+        ),
+    ]
+)

@@ -1,4 +1,12 @@
-"""Shared fixtures: the bundled examples, a local Ray session, sandbox availability."""
+"""Shared fixtures: the bundled examples, a local Ray session.
+
+The tests mirror the package (tests/engine, tests/kinds, tests/sources, tests/stages, ...). Helper modules
+that tests in several directories import (`debugger_programs`, `debugger_helpers`, `repo_fixtures`,
+`go_helpers`) live here, next to this file: pytest puts this directory on `sys.path` when it loads this
+conftest, so they import by their plain name from any test, whichever subset runs. Helpers used by one
+directory only live in it. Test module names are unique across the tree (no `__init__.py`: modules are
+imported by their base name).
+"""
 
 import json
 from pathlib import Path
@@ -19,8 +27,9 @@ def example_records() -> list[dict]:
 @pytest.fixture(scope="session")
 def ray_local():
     """One embedded local Ray for the whole session (starting Ray costs seconds)."""
-    from pipeline.orchestrate import start_ray
     import ray
+
+    from pipeline.engine.orchestrate import start_ray
 
     start_ray(None, 2)
     yield ray

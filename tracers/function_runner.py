@@ -25,6 +25,7 @@ def _line_writer(handle):
     def write(line):
         handle.write(line)
         handle.write("\n")
+
     return write
 
 
@@ -43,14 +44,20 @@ def _trace_record(record, budgets, limits, out):
         args, kwargs = eval(compile(capture, "<input>", "eval"), namespace)
     except BaseException as error:
         stage = "input" if "entry" in locals() else "setup"
-        write(json.dumps({"type": "failure", "stage": stage, "error_type": type(error).__name__,
-                          "message": _message(error)}))
+        write(
+            json.dumps(
+                {"type": "failure", "stage": stage, "error_type": type(error).__name__, "message": _message(error)}
+            )
+        )
         return
     lines = code.splitlines()
     tracer = Tracer(
         is_traced=lambda c: c.co_filename == RECORD_FILENAME,
         source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
-        write=write, flush=out.flush, budgets=budgets, limits=limits,
+        write=write,
+        flush=out.flush,
+        budgets=budgets,
+        limits=limits,
     )
     write(json.dumps({"type": "start"}))
     out.flush()
@@ -75,8 +82,17 @@ def _run_child(record, budgets, limits, trace_path, output_path):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a full disk quota is an OSError, not a kill
     with open(trace_path, "w", encoding="ascii", buffering=1 << 16) as out:
         _guard_trace_file(out, null)
-        out.write(json.dumps({"type": "header", "id": record.get("id"), "tracer_version": TRACER_VERSION,
-                              "python": "%d.%d.%d" % sys.version_info[:3]}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "type": "header",
+                    "id": record.get("id"),
+                    "tracer_version": TRACER_VERSION,
+                    "python": "%d.%d.%d" % sys.version_info[:3],
+                }
+            )
+            + "\n"
+        )
         _trace_record(record, budgets, limits, out)
         out.flush()
 
@@ -87,6 +103,7 @@ def _guard_trace_file(out, null):
     A process forked by the traced code stops tracing and writes its copy of the buffer to /dev/null;
     SIGTERM (sent by the runner before SIGKILL) flushes what was recorded before a C-level hang.
     """
+
     def after_fork():
         sys.settrace(None)
         threading.settrace(None)
@@ -154,8 +171,11 @@ def _append_end(trace_path, reason):
         out.seek(0, os.SEEK_END)
         if tail and not tail.endswith(b"\n"):
             out.write(b"\n")  # a torn last line is dropped by the host's strict parser
-        end = {"type": "end", "exit": "never", "truncated": True, "reason": reason} if started else \
-            {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
+        end = (
+            {"type": "end", "exit": "never", "truncated": True, "reason": reason}
+            if started
+            else {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
+        )
         out.write(json.dumps(end).encode() + b"\n")
 
 

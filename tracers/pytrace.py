@@ -13,8 +13,18 @@ import time
 from tracers.saferepr import Limits, SafeRepr
 
 TRACER_VERSION = "1"
-EVENT_FIELDS = ("index", "event", "frame_id", "parent_frame_id", "depth", "lineno", "function",
-                "source", "locals", "arg")
+EVENT_FIELDS = (
+    "index",
+    "event",
+    "frame_id",
+    "parent_frame_id",
+    "depth",
+    "lineno",
+    "function",
+    "source",
+    "locals",
+    "arg",
+)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), complex)
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # built once: json.dumps(**kw) rebuilds it per call
 
@@ -149,8 +159,15 @@ class Tracer:
         code = frame.f_code
         lineno = frame.f_lineno
         record = [
-            outcome.n_events, event, state[0], state[4], state[1], lineno, code.co_qualname,
-            self._source_line(code, lineno), self._locals(frame, state[3]),
+            outcome.n_events,
+            event,
+            state[0],
+            state[4],
+            state[1],
+            lineno,
+            code.co_qualname,
+            self._source_line(code, lineno),
+            self._locals(frame, state[3]),
             None if event in ("call", "line") else self._repr(arg),
         ]
         line = _encode(record)
@@ -213,7 +230,7 @@ def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None,
     )
     outcome = tracer.run(namespace[entry], args, kwargs)
     result = outcome.as_dict()
-    result["events"] = [dict(zip(EVENT_FIELDS, json.loads(line))) for line in events]
+    result["events"] = [dict(zip(EVENT_FIELDS, json.loads(line), strict=True)) for line in events]
     for event in result["events"]:
         event["locals"] = dict(event["locals"])
     return result

@@ -15,8 +15,18 @@ CO_VARKEYWORDS = 0x0008
 CO_SUSPENDS = 0x0020 | 0x0080 | 0x0100 | 0x0200  # generator, coroutine, iterable coroutine, async gen
 ALWAYS_EXCLUDED = ("**/conftest.py", "**/test_*.py", "**/*_test.py", "**/site-packages")
 DEFAULT_INCLUDE = ("**/*.py",)
-DEFAULT_EXCLUDE = ("**/tests", "**/test", "testing", "docs", "doc", "examples", "benchmarks", "setup.py",
-                   "noxfile.py", "**/.*")
+DEFAULT_EXCLUDE = (
+    "**/tests",
+    "**/test",
+    "testing",
+    "docs",
+    "doc",
+    "examples",
+    "benchmarks",
+    "setup.py",
+    "noxfile.py",
+    "**/.*",
+)
 
 
 def glob_regex(pattern):
@@ -75,7 +85,7 @@ class PathFilter:
         for candidate in (os.path.abspath(filename), os.path.realpath(filename)):
             for root in self._roots:
                 if candidate.startswith(root):
-                    rel = candidate[len(root):]
+                    rel = candidate[len(root) :]
                     if self._include is None or not self._include.fullmatch(rel):
                         return None
                     if self._exclude.fullmatch(rel):
@@ -85,8 +95,18 @@ class PathFilter:
 
 
 class CodeInfo:
-    __slots__ = ("path", "qualname", "qualname_json", "firstlineno", "can_enter", "suspends", "params",
-                 "posonly", "varargs", "varkw")
+    __slots__ = (
+        "path",
+        "qualname",
+        "qualname_json",
+        "firstlineno",
+        "can_enter",
+        "suspends",
+        "params",
+        "posonly",
+        "varargs",
+        "varkw",
+    )
 
     def __init__(self, code, path):
         self.path = path

@@ -1,354 +1,29 @@
 """Sandbox entry point for repositories: `python -m tracers.repo_runner install|trace REQUEST`.
 
-`install` (network on, run by the sandbox's base Python) creates a virtual environment and installs
-pytest and the repository into it; it writes `{"ok", "steps": [{"command", "returncode", "output"}]}`
-to the request's `result` path. The default install is one pip run: pytest, the package with its test
-extra (`test`, `tests` or `testing`, else `dev`) when the repository is a package, and every test
-requirements file found (`requirements.txt` too when it is not a package). A manifest `install` list
-replaces the package part: each command runs under `sh -c` in a copy of the worktree, with the venv
-first on PATH.
-
-`trace` (network off, run by the venv's Python) runs pytest with `tracers.pytest_plugin` and writes
-the stream to `SCRATCH/out/trace.jsonl`; pytest's own output goes to `SCRATCH/out/pytest.log`. It
-guards the run from inside, so that one bad test costs only itself: a watchdog aborts a test past
-`test_timeout_s` and one that floods its output; an audit hook refuses (and reports) writes outside
-the scratch directory, /tmp and /dev, and network connections; `os.fork` is capped per test and
-refused in forked children (a fork bomb is reported and its processes killed). The sandbox enforces
-the same limits from outside; these guards make them visible as violations and keep the suite going.
-Standard library only.
+`install` is `tracers.install.install`. `trace` (network off, run by the venv's Python) runs pytest
+with `tracers.pytest_plugin` and writes the stream to `SCRATCH/out/trace.jsonl`; pytest's own output
+goes to `SCRATCH/out/pytest.log`. The run is guarded from inside by `tracers.guard`. Standard library
+only.
 """
 
-import errno
 import json
 import os
 import signal
-import subprocess
 import sys
-import threading
-import time
 
-from tracers.pytest_plugin import EntryTracer, Sink, TracePlugin, header
+from tracers.entry_tracer import EntryTracer
+from tracers.guard import Guard, TestAborted
+from tracers.install import install
+from tracers.pytest_plugin import Sink, TracePlugin, header
 from tracers.repo_code import PathFilter
 from tracers.saferepr import Limits
 
-TEST_EXTRAS = ("test", "tests", "testing")
-REQUIREMENT_FILES = ("requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
-                     "test_requirements.txt", "requirements-tests.txt", "requirements-dev.txt",
-                     "requirements_dev.txt", "dev-requirements.txt", "requirements/test.txt",
-                     "requirements/tests.txt", "requirements/dev.txt", "tests/requirements.txt")
-OUTPUT_CHARS = 4000
-ABORT_SIGNAL = signal.SIGRTMIN + 7 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR2
-ABORT_RESEND_S = 1.0
-ABORT_GRACE_S = 10.0
-HUNG_EXIT = 70
 
-
-# -- install ----------------------------------------------------------------------------------------------
-def _tail(text, limit=OUTPUT_CHARS):
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def _run_step(argv, cwd, env, steps, timeout=None):
-    try:
-        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout)
-        output, code = done.stdout.decode("utf-8", "replace"), done.returncode
-    except (OSError, subprocess.SubprocessError) as error:
-        output, code = "%s: %s" % (type(error).__name__, error), 127
-    steps.append({"command": " ".join(argv) if isinstance(argv, list) else argv, "returncode": code,
-                  "output": _tail(output)})
-    return code == 0
-
-
-def _pip_version_ok():
-    try:
-        import pip
-        return tuple(int(part) for part in pip.__version__.split(".")[:2]) >= (22, 3)
-    except Exception:
-        return False
-
-
-def _extras(src):
-    """The test extra declared by pyproject.toml or setup.cfg, if any."""
-    names = set()
-    try:
-        import tomllib
-        with open(os.path.join(src, "pyproject.toml"), "rb") as handle:
-            names.update(tomllib.load(handle).get("project", {}).get("optional-dependencies", {}))
-    except Exception:
-        pass
-    try:
-        import configparser
-        parser = configparser.ConfigParser()
-        parser.read(os.path.join(src, "setup.cfg"), encoding="utf-8")
-        if parser.has_section("options.extras_require"):
-            names.update(parser.options("options.extras_require"))
-    except Exception:
-        pass
-    for name in TEST_EXTRAS + ("dev",):
-        if name in names:
-            return name
-    return None
-
-
-def default_install_args(src):
-    """pip install arguments of the default install: pytest, the package[test extra], requirement files."""
-    is_package = any(os.path.isfile(os.path.join(src, name))
-                     for name in ("pyproject.toml", "setup.py", "setup.cfg"))
-    args = ["pytest"]
-    if is_package:
-        extra = _extras(src)
-        args.append(src + ("[%s]" % extra if extra else ""))
-    files = list(REQUIREMENT_FILES) + ([] if is_package else ["requirements.txt"])
-    for name in files:
-        if os.path.isfile(os.path.join(src, name)):
-            args += ["-r", os.path.join(src, name)]
-    return args
-
-
-def install(request):
-    venv_dir, src = request["venv"], request["src"]
-    cache = request.get("pip_cache")
-    env = {key: value for key, value in os.environ.items()}
-    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_PROGRESS_BAR": "off",
-                "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0", "VIRTUAL_ENV": venv_dir,
-                "PATH": os.path.join(venv_dir, "bin") + os.pathsep + env.get("PATH", "/usr/bin:/bin")})
-    if cache:
-        env["PIP_CACHE_DIR"] = cache
-    else:
-        env["PIP_NO_CACHE_DIR"] = "1"
-    commands = request.get("commands")
-    steps = []
-    python = os.path.join(venv_dir, "bin", "python")
-    external_pip = commands is None and _pip_version_ok()
-    venv_argv = [sys.executable, "-m", "venv"] + (["--without-pip"] if external_pip else []) + [venv_dir]
-    ok = _run_step(venv_argv, src, env, steps)
-    pip = [sys.executable, "-m", "pip", "--python", python] if external_pip else [python, "-m", "pip"]
-    if ok:
-        args = default_install_args(src) if commands is None else ["pytest"]
-        ok = _run_step(pip + ["install"] + args, src, env, steps)
-    for command in commands or []:
-        if not ok:
-            break
-        ok = _run_step(["sh", "-c", command], src, env, steps)
-        steps[-1]["command"] = command
-    with open(request["result"], "w", encoding="utf-8") as handle:
-        json.dump({"ok": ok, "steps": steps}, handle)
-
-
-# -- trace: guards ------------------------------------------------------------------------------------------
-class TestAborted(BaseException):
-    """Raised into a test that ran too long or flooded its output (a BaseException: tests cannot catch
-    it with `except Exception`)."""
-
-
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_PATH_EVENTS = {"os.mkdir": (0,), "os.rmdir": (0,), "os.remove": (0,), "os.rename": (0, 1),
-                "os.symlink": (1,), "os.link": (1,), "os.truncate": (0,), "os.chmod": (0,),
-                "os.chown": (0,)}
-_WATCHED = frozenset(["open", "socket.connect", "socket.sendto", "os.fork"] + list(_PATH_EVENTS))
-MAX_VIOLATIONS_PER_KIND = 20
-
-
-class Guard:
-    """Per-test limits enforced from inside the test process (see the module docstring)."""
-
-    def __init__(self, sink, tracer, request, log_fd):
-        self.sink = sink
-        self.tracer = tracer
-        self.writable = tuple(os.path.join(os.path.realpath(path), "") for path in
-                              [request["scratch"], "/tmp", "/dev"]) + ("/proc/self/",)
-        # Read-only binds may live under /tmp too (the sandbox's /tmp is private, its binds are not).
-        read_only = [request["worktree"], os.path.dirname(request.get("venv") or "")] + \
-            list(request.get("extra_roots") or [])
-        scratch = os.path.join(os.path.realpath(request["scratch"]), "")
-        self.read_only = tuple(os.path.join(os.path.realpath(path), "") for path in read_only
-                               if path and not scratch.startswith(os.path.join(os.path.realpath(path), "")))
-        self.test_timeout_s = float(request["test_timeout_s"])
-        self.max_log_bytes = int(request["max_log_bytes"])
-        self.max_forks = int(request["max_forks_per_test"])
-        self.log_fd = log_fd
-        self.main_pid = os.getpid()
-        self.main_thread = threading.main_thread().ident
-        self.current = None
-        self.started = 0.0
-        self.aborted_at = None
-        self._last_signal = 0.0
-        self.forks = 0
-        self.fork_bomb = False
-        self.children = []
-        self.in_child = False
-        self._busy = False
-        self._counts = {}
-        self._lock = threading.Lock()
-
-    # -- violations ---------------------------------------------------------------------------------------
-    def violation(self, kind, detail):
-        if self.in_child:
-            return
-        count = self._counts.get(kind, 0) + 1
-        self._counts[kind] = count
-        if count <= MAX_VIOLATIONS_PER_KIND:
-            self.sink.obj(type="violation", kind=kind, nodeid=self.current, detail=str(detail)[:1000])
-
-    # -- test boundaries --------------------------------------------------------------------------------
-    def test_started(self, nodeid):
-        with self._lock:
-            self.current = nodeid
-            self.started = time.monotonic()
-            self.aborted_at = None
-            self.forks = 0
-            self.fork_bomb = False
-
-    def test_finished(self, nodeid):
-        with self._lock:
-            self.current = None
-            self.aborted_at = None
-        if self.fork_bomb:
-            for pid in self.children:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for pid in self.children:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except OSError:
-                pass
-        self.children = []
-
-    # -- the watchdog ----------------------------------------------------------------------------------
-    def watch(self):
-        while True:
-            time.sleep(0.05)
-            try:
-                self._check()
-            except Exception:
-                pass
-
-    def _check(self):
-        flooded = False
-        try:
-            if os.fstat(self.log_fd).st_size > self.max_log_bytes:
-                os.ftruncate(self.log_fd, 0)
-                os.write(self.log_fd, b"[tracegen: output truncated: more than %d bytes]\n" % self.max_log_bytes)
-                flooded = True
-        except OSError:
-            pass
-        with self._lock:
-            if self.current is None:
-                return
-            now = time.monotonic()
-            if self.aborted_at is None:
-                if flooded:
-                    self._abort("output_flood", "test wrote more than %d bytes of output" % self.max_log_bytes)
-                elif now - self.started > self.test_timeout_s:
-                    self._abort("timeout", "test ran longer than test_timeout_s=%g" % self.test_timeout_s)
-                return
-            if now - self.aborted_at > ABORT_GRACE_S:
-                self.sink.obj(type="end", exitstatus=None, reason="hung: %s did not stop after it was aborted"
-                              % self.current)
-                self.sink.flush()
-                os._exit(HUNG_EXIT)
-            if now - self._last_signal > ABORT_RESEND_S:
-                self._signal()
-
-    def _abort(self, kind, detail):
-        self.tracer.halt("test_timeout" if kind == "timeout" else kind)
-        self.violation(kind, detail)
-        self.aborted_at = time.monotonic()
-        self._signal()
-
-    def _signal(self):
-        self._last_signal = time.monotonic()
-        try:
-            signal.pthread_kill(self.main_thread, ABORT_SIGNAL)
-        except OSError:
-            pass
-
-    def on_abort_signal(self, signum, frame):
-        if self.current is not None and self.aborted_at is not None and not self.in_child:
-            raise TestAborted("tracegen: test aborted (%s)" % self._abort_kind())
-
-    def _abort_kind(self):
-        return self.tracer.halted or "aborted"
-
-    # -- the audit hook and fork ------------------------------------------------------------------------
-    def audit(self, event, args):
-        if event not in _WATCHED or self._busy:
-            return
-        self._busy = True
-        try:
-            if event == "open":
-                flags = args[2] if len(args) > 2 else 0
-                if isinstance(flags, int) and flags & _WRITE_FLAGS:
-                    self._check_path(args[0], "open for writing")
-            elif event in _PATH_EVENTS:
-                for position in _PATH_EVENTS[event]:
-                    self._check_path(args[position], event)
-            elif event in ("socket.connect", "socket.sendto"):
-                address = args[1] if len(args) > 1 else None
-                if isinstance(address, tuple):
-                    self.violation("network", "%s to %r" % (event, address[:2]))
-                    raise ConnectionRefusedError(errno.ECONNREFUSED, "tracegen: network access is off while "
-                                                 "tests are traced (%s %r)" % (event, address[:2]))
-            elif event == "os.fork":
-                self._check_fork()
-        finally:
-            self._busy = False
-
-    def _check_path(self, path, what):
-        if isinstance(path, int) or path is None:
-            return
-        try:
-            path = os.fsdecode(os.fspath(path))
-        except TypeError:
-            return
-        full = os.path.join(os.path.realpath(path), "")
-        if full.startswith(self.writable) and not full.startswith(self.read_only):
-            return
-        self.violation("write", "%s %s" % (what, path))
-        raise PermissionError(errno.EACCES, "tracegen: writing outside the scratch directory is refused", path)
-
-    def _check_fork(self):
-        if self.in_child:
-            raise PermissionError(errno.EAGAIN, "tracegen: a process forked by a test may not fork again")
-        self.forks += 1
-        if self.forks > self.max_forks:
-            if not self.fork_bomb:
-                self.fork_bomb = True
-                self.violation("fork_bomb", "test forked more than %d times" % self.max_forks)
-            raise PermissionError(errno.EAGAIN, "tracegen: fork limit of %d per test reached" % self.max_forks)
-
-    def after_fork_child(self, null_fd, sink_fd):
-        sys.settrace(None)
-        self.in_child = True
-        try:
-            os.dup2(null_fd, sink_fd)
-        except OSError:
-            pass
-
-    def install(self, real_fork):
-        guard = self
-
-        def fork():
-            pid = real_fork()
-            if pid > 0:
-                guard.children.append(pid)
-            return pid
-
-        os.fork = fork
-        sys.addaudithook(self.audit)
-        signal.signal(ABORT_SIGNAL, self.on_abort_signal)
-        threading.Thread(target=self.watch, name="tracegen-watchdog", daemon=True).start()
-
-
-# -- trace ----------------------------------------------------------------------------------------------------
 def _pytest_args(request):
     import importlib.util
+
     args = list(request.get("test_args") or [])
-    args += ["-p", "no:cacheprovider", "-s", "-q", "--continue-on-collection-errors", "--rootdir",
-             request["worktree"]]
+    args += ["-p", "no:cacheprovider", "-s", "-q", "--continue-on-collection-errors", "--rootdir", request["worktree"]]
     if importlib.util.find_spec("pytest_cov") is not None:
         args.append("--no-cov")
     if importlib.util.find_spec("xdist") is not None:
@@ -376,8 +51,14 @@ def trace(request):
     replacements = [(request["worktree"], "<repo>"), (scratch, "<scratch>")]
     replacements += [(root, "<repo>") for root in request.get("extra_roots", [])]
     replacements += [(request["venv"], "<venv>")] if request.get("venv") else []
-    tracer = EntryTracer(sink, PathFilter(roots, request["include"], request["exclude"]), budgets,
-                         Limits(**(request.get("limits") or {})), replacements, abort_types=(TestAborted,))
+    tracer = EntryTracer(
+        sink,
+        PathFilter(roots, request["include"], request["exclude"]),
+        budgets,
+        Limits(**(request.get("limits") or {})),
+        replacements,
+        abort_types=(TestAborted,),
+    )
     guard = Guard(sink, tracer, request, log_fd)
     plugin = TracePlugin(tracer, sink, guard, trace=not request.get("untraced"))
     real_fork = os.fork
@@ -385,6 +66,7 @@ def trace(request):
     exitstatus, reason = None, None
     try:
         import pytest
+
         args = _pytest_args(request)
         os.chdir(request["worktree"])
         guard.install(real_fork)

@@ -11,6 +11,21 @@ from pipeline.debugger.language import Action, Episode, LanguageError, State, pa
 from pipeline.debugger.policy import PolicyConfig, Trajectory, sample_trajectories
 from pipeline.debugger.trees import build_forward, build_inverse
 
-__all__ = ["Action", "Episode", "LanguageError", "PolicyConfig", "State", "Trace", "TraceShapeError",
-           "Trajectory", "apply_forward", "apply_inverse", "build_forward", "build_inverse", "parse",
-           "pretty", "sample_trajectories", "serialize"]
+__all__ = [
+    "Action",
+    "Episode",
+    "LanguageError",
+    "PolicyConfig",
+    "State",
+    "Trace",
+    "TraceShapeError",
+    "Trajectory",
+    "apply_forward",
+    "apply_inverse",
+    "build_forward",
+    "build_inverse",
+    "parse",
+    "pretty",
+    "sample_trajectories",
+    "serialize",
+]

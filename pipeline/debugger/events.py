@@ -87,31 +87,46 @@ class Trace:
         if exit_ not in EXITS:
             raise TraceShapeError("MalformedTrace", f"exit {exit_!r} is not one of normal|error|never")
         if not events:
-            raise TraceShapeError("EmptyTrace", "the trace has no events: nothing ran under the tracer "
-                                  "(e.g. the entry is a generator function that was never iterated)")
+            raise TraceShapeError(
+                "EmptyTrace",
+                "the trace has no events: nothing ran under the tracer "
+                "(e.g. the entry is a generator function that was never iterated)",
+            )
         try:
             kinds = [event["event"] for event in events]
             frames = [event["frame_id"] for event in events]
             sources = [event["source"] for event in events]
         except (TypeError, KeyError, IndexError):
-            raise TraceShapeError("MalformedTrace", "an event is not a struct with event, frame_id and "
-                                  "source") from None
+            raise TraceShapeError(
+                "MalformedTrace", "an event is not a struct with event, frame_id and source"
+            ) from None
         if not EVENT_KINDS.issuperset(kinds):
             position = next(i for i, kind in enumerate(kinds) if kind not in EVENT_KINDS)
             raise TraceShapeError("MalformedTrace", f"event {position}: unknown event type {kinds[position]!r}")
         for name, column, expected in (("frame_id", frames, int), ("source", sources, str)):
             if not {expected}.issuperset(map(type, column)):
                 position = next(i for i, value in enumerate(column) if type(value) is not expected)
-                raise TraceShapeError("MalformedTrace", f"event {position}: {name} {column[position]!r} is not "
-                                      f"a{'n' if expected is int else ''} {expected.__name__}")
+                raise TraceShapeError(
+                    "MalformedTrace",
+                    f"event {position}: {name} {column[position]!r} is not "
+                    f"a{'n' if expected is int else ''} {expected.__name__}",
+                )
         if kinds[0] != "call":
             raise TraceShapeError("MalformedTrace", f"the first event is {kinds[0]!r}, not the entry call")
-        return cls(trace_id=str(trace_id or row.get("trace_id") or ""), source_id=str(row.get("source_id") or ""),
-                   source_kind=str(row.get("source_kind") or "function"), code=str(row.get("code") or ""),
-                   exit=exit_, kinds=kinds, frames=frames, sources=sources,
-                   locals=LazyColumn(events, _locals_of), args=LazyColumn(events, _arg_of),
-                   functions=LazyColumn(events, lambda event, _: str(event.get("function"))),
-                   linenos=LazyColumn(events, lambda event, _: event.get("lineno")))
+        return cls(
+            trace_id=str(trace_id or row.get("trace_id") or ""),
+            source_id=str(row.get("source_id") or ""),
+            source_kind=str(row.get("source_kind") or "function"),
+            code=str(row.get("code") or ""),
+            exit=exit_,
+            kinds=kinds,
+            frames=frames,
+            sources=sources,
+            locals=LazyColumn(events, _locals_of),
+            args=LazyColumn(events, _arg_of),
+            functions=LazyColumn(events, lambda event, _: str(event.get("function"))),
+            linenos=LazyColumn(events, lambda event, _: event.get("lineno")),
+        )
 
 
 def _arg_of(event: dict, position: int) -> str | None:

@@ -50,17 +50,53 @@ INV_EXIT_ENTRY = "<|inv_exit_entry|>"
 TRACE_END = "<|trace_end|>"
 
 FORWARD_EVENTS = {"call": CALL_SEP, "line": LINE_SEP, "return": RETURN_SEP, "exception": EXCEPTION_SEP}
-INVERSE_EVENTS = {"inv_call": INV_CALL_SEP, "inv_line": INV_LINE_SEP, "inv_line_call": INV_LINE_CALL_SEP,
-                  "inv_return": INV_RETURN_SEP, "inv_exception": INV_EXCEPTION_SEP}
-ENDS = {"exit_normal": EXIT_NORMAL, "exit_error": EXIT_ERROR, "exit_never": EXIT_NEVER,
-        "inv_exit_entry": INV_EXIT_ENTRY}
-ACTIONS = {name: f"<|{name}|>" for name in ("step_into", "step_over", "step_return", "breakpoint", "continue",
-                                            "inv_step_into", "inv_step_over", "inv_step_call")}
+INVERSE_EVENTS = {
+    "inv_call": INV_CALL_SEP,
+    "inv_line": INV_LINE_SEP,
+    "inv_line_call": INV_LINE_CALL_SEP,
+    "inv_return": INV_RETURN_SEP,
+    "inv_exception": INV_EXCEPTION_SEP,
+}
+ENDS = {
+    "exit_normal": EXIT_NORMAL,
+    "exit_error": EXIT_ERROR,
+    "exit_never": EXIT_NEVER,
+    "inv_exit_entry": INV_EXIT_ENTRY,
+}
+ACTIONS = {
+    name: f"<|{name}|>"
+    for name in (
+        "step_into",
+        "step_over",
+        "step_return",
+        "breakpoint",
+        "continue",
+        "inv_step_into",
+        "inv_step_over",
+        "inv_step_call",
+    )
+}
 WITH_ARG = frozenset({"return", "exception", "inv_return", "inv_exception"})
 EVENT_TOKENS = {**FORWARD_EVENTS, **INVERSE_EVENTS}
-SPECIAL_TOKENS = tuple(dict.fromkeys([
-    TRACE_CONTEXT_START, FRAME_SEP, CALL_SEP, LINE_SEP, RETURN_SEP, EXCEPTION_SEP, ARG_SEP, ACTION_SEP,
-    SRC_SEP, *INVERSE_EVENTS.values(), *ENDS.values(), TRACE_END, *ACTIONS.values()]))
+SPECIAL_TOKENS = tuple(
+    dict.fromkeys(
+        [
+            TRACE_CONTEXT_START,
+            FRAME_SEP,
+            CALL_SEP,
+            LINE_SEP,
+            RETURN_SEP,
+            EXCEPTION_SEP,
+            ARG_SEP,
+            ACTION_SEP,
+            SRC_SEP,
+            *INVERSE_EVENTS.values(),
+            *ENDS.values(),
+            TRACE_END,
+            *ACTIONS.values(),
+        ]
+    )
+)
 _BY_TOKEN = {token: name for name, token in {**EVENT_TOKENS, **ENDS, **ACTIONS}.items()}
 _TOKEN = re.compile(r"<\|(?!\|)([A-Za-z0-9_]+)\|>")
 _DELTA = ".."
@@ -150,8 +186,7 @@ def serialize(episode: Episode) -> str:
             raise ValueError("the first state must write its locals in full")
         else:
             local_text = _delta_text(current, previous)
-        append(f"{FRAME_SEP}{token}{SRC_SEP}{source.replace('<|', '<||')}{ARG_SEP}"
-               f"{local_text.replace('<|', '<||')}")
+        append(f"{FRAME_SEP}{token}{SRC_SEP}{source.replace('<|', '<||')}{ARG_SEP}{local_text.replace('<|', '<||')}")
         if event in WITH_ARG:
             append(ARG_SEP + ("null" if arg is None else _enc(arg).replace("<|", "<||")))
         previous = current
@@ -187,7 +222,7 @@ def parse(text: str) -> Episode:
             reader.take(TRACE_END)
             break
         event = _BY_TOKEN.get(token)
-        if token not in EVENT_TOKENS.values():
+        if event is None or token not in EVENT_TOKENS.values():
             raise LanguageError(f"token {reader.position}: expected an event or an exit, got {token}")
         reader.take(token)
         source = reader.take(SRC_SEP, payload=True)
@@ -205,14 +240,18 @@ def parse(text: str) -> Episode:
         reader.take(ACTION_SEP)
         token = reader.next_token()
         name = _BY_TOKEN.get(token)
-        if token not in ACTIONS.values():
+        if name is None or token not in ACTIONS.values():
             raise LanguageError(f"token {reader.position}: expected an action, got {token}")
         target = reader.take(token, payload=name == "breakpoint")
         actions.append(Action(name, target if name == "breakpoint" else None))
     if reader.position != len(tokens):
         raise LanguageError(f"token {reader.position}: text after <|trace_end|>")
-    kinds = {"forward" if state.event in FORWARD_EVENTS or state.event in ("exit_normal", "exit_error",
-             "exit_never") else "inverse" for state in states}
+    kinds = {
+        "forward"
+        if state.event in FORWARD_EVENTS or state.event in ("exit_normal", "exit_error", "exit_never")
+        else "inverse"
+        for state in states
+    }
     kinds |= {"inverse" if action.name.startswith("inv_") else "forward" for action in actions}
     if len(kinds) > 1:
         raise LanguageError("the text mixes forward and inverse events or actions")
@@ -277,6 +316,6 @@ def pretty(text: str, show_code: bool = True) -> str:
     body = text
     if not show_code and text.startswith(TRACE_CONTEXT_START):
         start = text.find(FRAME_SEP)
-        code_lines = text[len(TRACE_CONTEXT_START):start].count("\n")
+        code_lines = text[len(TRACE_CONTEXT_START) : start].count("\n")
         body = f"{TRACE_CONTEXT_START}<{code_lines} lines of code>" + text[start:]
     return body.replace(FRAME_SEP, "\n" + FRAME_SEP)

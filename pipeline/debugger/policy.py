@@ -25,8 +25,15 @@ from dataclasses import asdict, dataclass
 from functools import cached_property, partial
 from typing import NamedTuple
 
-from pipeline.debugger.actions import (FORWARD_ACTIONS, INVERSE_ACTIONS, breakpoint_, continue_, inv_step_into,
-                                       step_into, step_return)
+from pipeline.debugger.actions import (
+    FORWARD_ACTIONS,
+    INVERSE_ACTIONS,
+    breakpoint_,
+    continue_,
+    inv_step_into,
+    step_into,
+    step_return,
+)
 from pipeline.debugger.events import Trace
 from pipeline.debugger.language import Action, Episode, serialize
 from pipeline.debugger.render import forward_episode, inverse_episode
@@ -37,8 +44,7 @@ DIRECTIONS = ("forward", "inverse")
 _PLAIN_ACTIONS = {name: Action(name) for name in FORWARD_ACTIONS + INVERSE_ACTIONS if name != "breakpoint"}
 
 DEFAULT_FORWARD = (
-    (0.5, (("step_into", 0.35), ("step_over", 0.30), ("step_return", 0.20), ("breakpoint", 0.10),
-           ("continue", 0.05))),
+    (0.5, (("step_into", 0.35), ("step_over", 0.30), ("step_return", 0.20), ("breakpoint", 0.10), ("continue", 0.05))),
     (0.5, (("step_into", 0.5), ("step_over", 0.5))),
 )
 DEFAULT_INVERSE = ((1.0, (("inv_step_into", 0.5), ("inv_step_over", 0.35), ("inv_step_call", 0.15))),)
@@ -84,16 +90,22 @@ class PolicyConfig:
             raise ValueError(f"breakpoint_miss_rate must be in [0, 1], got {self.breakpoint_miss_rate!r}")
         if type(self.max_actions) is not int or self.max_actions < 1:
             raise ValueError(f"max_actions must be a positive int, got {self.max_actions!r}")
-        if not self.directions or any(d not in DIRECTIONS for d in self.directions) \
-                or len(set(self.directions)) != len(self.directions):
+        if (
+            not self.directions
+            or any(d not in DIRECTIONS for d in self.directions)
+            or len(set(self.directions)) != len(self.directions)
+        ):
             raise ValueError(f"directions must be distinct values of {DIRECTIONS}, got {self.directions!r}")
 
     @cached_property
     def choosers(self) -> dict:
         """{direction: chooser of a component, itself a chooser of actions}, built once."""
-        return {direction: _Chooser([(float(weight), _Chooser([(float(p), a) for a, p in actions]))
-                                     for weight, actions in mixture])
-                for direction, mixture in (("forward", self.forward_mixture), ("inverse", self.inverse_mixture))}
+        return {
+            direction: _Chooser(
+                [(float(weight), _Chooser([(float(p), a) for a, p in actions])) for weight, actions in mixture]
+            )
+            for direction, mixture in (("forward", self.forward_mixture), ("inverse", self.inverse_mixture))
+        }
 
     @cached_property
     def policy_version(self) -> str:
@@ -126,9 +138,9 @@ class Trajectory(NamedTuple):
     seed: int
     policy_version: str
     sample_index: int
-    actions: tuple       # of language.Action
-    nodes: tuple         # visited node indices in the direction's tree
-    exit: str            # forward: normal|error|never; inverse: entry; either: cut
+    actions: tuple  # of language.Action
+    nodes: tuple  # visited node indices in the direction's tree
+    exit: str  # forward: normal|error|never; inverse: entry; either: cut
     episode: Episode
     text: str
 
@@ -144,9 +156,13 @@ class TraceWalker:
         self._lasts = [last for last, _ in by_last]
         self._texts = [text for _, text in by_last]
         executed = self.forward.lines_by_source
-        self._never = list(dict.fromkeys(
-            line for line in trace.code.splitlines()
-            if line.strip() and not line.lstrip().startswith("#") and line not in executed))
+        self._never = list(
+            dict.fromkeys(
+                line
+                for line in trace.code.splitlines()
+                if line.strip() and not line.lstrip().startswith("#") and line not in executed
+            )
+        )
         self._calls = [i for i, kind in enumerate(trace.kinds) if kind == "call"]
         self._moves: dict = {}
 
@@ -156,12 +172,19 @@ class TraceWalker:
         if moves is None:
             if direction == "forward":
                 tree = self.forward
-                moves = {"step_into": partial(step_into, tree), "step_over": tree.over.__getitem__,
-                         "step_return": partial(step_return, tree), "continue": partial(continue_, tree)}
+                moves = {
+                    "step_into": partial(step_into, tree),
+                    "step_over": tree.over.__getitem__,
+                    "step_return": partial(step_return, tree),
+                    "continue": partial(continue_, tree),
+                }
             else:
                 tree = self.inverse
-                moves = {"inv_step_into": partial(inv_step_into, tree), "inv_step_over": tree.over.__getitem__,
-                         "inv_step_call": tree.call.__getitem__}
+                moves = {
+                    "inv_step_into": partial(inv_step_into, tree),
+                    "inv_step_over": tree.over.__getitem__,
+                    "inv_step_call": tree.call.__getitem__,
+                }
             self._moves[direction] = moves
         return moves
 
@@ -235,9 +258,19 @@ def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: 
     version = config.policy_version
     key = f"{trace.trace_id}\x00{direction}\x00{seed}\x00{version}\x00{index}"
     return Trajectory(
-        trajectory_id=hashlib.sha256(key.encode()).hexdigest()[:32], trace_id=trace.trace_id,
-        source_id=trace.source_id, direction=direction, seed=seed, policy_version=version, sample_index=index,
-        actions=tuple(actions), nodes=tuple(nodes), exit=exit_, episode=episode, text=serialize(episode))
+        trajectory_id=hashlib.sha256(key.encode()).hexdigest()[:32],
+        trace_id=trace.trace_id,
+        source_id=trace.source_id,
+        direction=direction,
+        seed=seed,
+        policy_version=version,
+        sample_index=index,
+        actions=tuple(actions),
+        nodes=tuple(nodes),
+        exit=exit_,
+        episode=episode,
+        text=serialize(episode),
+    )
 
 
 def sample_trajectories(trace: Trace | dict, config: PolicyConfig, seed: int, k: int) -> list[Trajectory]:
@@ -250,5 +283,4 @@ def sample_trajectories(trace: Trace | dict, config: PolicyConfig, seed: int, k:
     if isinstance(trace, dict):
         trace = Trace.from_row(trace)
     walker = TraceWalker(trace)
-    return [sample_one(walker, config, seed, direction, index)
-            for direction in config.directions for index in range(k)]
+    return [sample_one(walker, config, seed, direction, index) for direction in config.directions for index in range(k)]

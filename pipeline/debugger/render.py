@@ -22,10 +22,8 @@ def forward_episode(trace: Trace, tree: ForwardTree, nodes: list[int], actions: 
             states.append(State("exit_" + trace.exit))
             continue
         kind, frame = kinds[node], frames[node]
-        full = (position == 0 or kind == "call" or frame != previous_frame
-                or actions[position - 1].name == "breakpoint")
-        states.append(State(kind, sources[node], local_maps[node], args[node] if kind in _WITH_ARG else None,
-                            full))
+        full = position == 0 or kind == "call" or frame != previous_frame or actions[position - 1].name == "breakpoint"
+        states.append(State(kind, sources[node], local_maps[node], args[node] if kind in _WITH_ARG else None, full))
         previous_frame = frame
     return Episode(trace.code, tuple(states), tuple(actions))
 

@@ -20,18 +20,22 @@ def trajectory_report(rows: list[dict], examples: int = 1, show_code: bool = Fal
     total = sum(mix.values()) or 1
     lines.append("action mix: " + "  ".join(f"{name} {n} ({n / total:.1%})" for name, n in mix.most_common()))
     lengths = sorted(len(row["states"]) for row in rows)
-    lines.append(f"states per trajectory: min {lengths[0]}  median {lengths[len(lengths) // 2]}  "
-                 f"max {lengths[-1]}")
+    lines.append(f"states per trajectory: min {lengths[0]}  median {lengths[len(lengths) // 2]}  max {lengths[-1]}")
     lines.append("token-length histogram (byte-level tokens):")
-    lines += [f"  {label:>15} {n:>8} {'#' * max(1, round(40 * n / len(rows)))}"
-              for label, n in token_histogram([row["n_tokens"] for row in rows])]
+    lines += [
+        f"  {label:>15} {n:>8} {'#' * max(1, round(40 * n / len(rows)))}"
+        for label, n in token_histogram([row["n_tokens"] for row in rows])
+    ]
     for direction in ("forward", "inverse"):
         chosen = [row for row in rows if row["direction"] == direction]
         chosen.sort(key=lambda row: (abs(len(row["states"]) - 8), row["n_tokens"]))
         for row in chosen[:examples]:
-            lines += ["", f"example {direction} trajectory of trace {row.get('trace_id')} "
-                          f"({len(row['actions'])} actions, exit {row['exit']}, {row['n_tokens']} tokens):",
-                      pretty(row["text"], show_code=show_code)]
+            lines += [
+                "",
+                f"example {direction} trajectory of trace {row.get('trace_id')} "
+                f"({len(row['actions'])} actions, exit {row['exit']}, {row['n_tokens']} tokens):",
+                pretty(row["text"], show_code=show_code),
+            ]
     return lines
 
 

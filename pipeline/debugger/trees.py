@@ -35,13 +35,13 @@ INV_ENTRY = "inv_entry"
 class ForwardTree:
     """Arrays over nodes 0..n (n = exit). -1 means none. Read-only by convention."""
 
-    n: int                  # number of events; node n is the exit pseudo-state
-    parent: list[int]       # parent node (-1 at the root level)
-    next_sib: list[int]     # next node at the same level (the last root node's is the exit)
-    over: list[int]         # step_over target: next sibling, else the nearest ancestor's next sibling
-    act_call: list[int]     # the call node of the node's activation
-    act_end: list[int]      # the end node (return / final exception) of the node's activation, -1 if cut
-    is_end: list[bool]      # the node ends its activation
+    n: int  # number of events; node n is the exit pseudo-state
+    parent: list[int]  # parent node (-1 at the root level)
+    next_sib: list[int]  # next node at the same level (the last root node's is the exit)
+    over: list[int]  # step_over target: next sibling, else the nearest ancestor's next sibling
+    act_call: list[int]  # the call node of the node's activation
+    act_end: list[int]  # the end node (return / final exception) of the node's activation, -1 if cut
+    is_end: list[bool]  # the node ends its activation
     has_children: list[bool]
     lines_by_source: dict[str, list[int]]  # line nodes by exact source text, ascending
 
@@ -54,12 +54,12 @@ class ForwardTree:
 class InverseTree:
     """Arrays over inverse nodes in inverse pre-order; the last node is the entry pseudo-state."""
 
-    kind: list[str]         # inv_call | inv_line | inv_line_call | inv_return | inv_exception | inv_entry
-    event: list[int]        # the event (forward node) the inverse node shows; -1 for the entry
-    parent: list[int]       # inverse parent: the inv_line_call node whose callee states hold it, or -1
-    over: list[int]         # inv_step_over target
-    call: list[int]         # inv_step_call target
-    of_event: list[int]     # event -> its plain inverse node
+    kind: list[str]  # inv_call | inv_line | inv_line_call | inv_return | inv_exception | inv_entry
+    event: list[int]  # the event (forward node) the inverse node shows; -1 for the entry
+    parent: list[int]  # inverse parent: the inv_line_call node whose callee states hold it, or -1
+    over: list[int]  # inv_step_over target
+    call: list[int]  # inv_step_call target
+    of_event: list[int]  # event -> its plain inverse node
 
     @property
     def entry(self) -> int:
@@ -95,8 +95,10 @@ def build_forward(trace: Trace) -> ForwardTree:
         else:
             if not stack_frame or stack_frame[-1] != frames[i]:
                 raise TraceShapeError(
-                    "MalformedTrace", f"event {i} ({kind}) belongs to frame {frames[i]}, which is not the "
-                    f"innermost active frame (interleaved threads or a malformed trace)")
+                    "MalformedTrace",
+                    f"event {i} ({kind}) belongs to frame {frames[i]}, which is not the "
+                    f"innermost active frame (interleaved threads or a malformed trace)",
+                )
             p = stack_parent[-1]
             act_call[i] = stack_call[-1]
             stack_last[-1] = i
@@ -132,9 +134,17 @@ def build_forward(trace: Trace) -> ForwardTree:
                 lines_by_source[sources[i]] = [i]
             else:
                 lines.append(i)
-    return ForwardTree(n=n, parent=parent, next_sib=next_sib, over=over, act_call=act_call, act_end=act_end,
-                       is_end=is_end, has_children=has_children,
-                       lines_by_source=lines_by_source)
+    return ForwardTree(
+        n=n,
+        parent=parent,
+        next_sib=next_sib,
+        over=over,
+        act_call=act_call,
+        act_end=act_end,
+        is_end=is_end,
+        has_children=has_children,
+        lines_by_source=lines_by_source,
+    )
 
 
 def _final_exceptions(kinds: list[str], frames: list[int]) -> list[bool]:

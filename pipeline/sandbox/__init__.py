@@ -9,14 +9,23 @@ def make_sandbox(name: str, limits: SandboxLimits | None = None) -> Sandbox:
     """The sandbox backend called `name`; unknown names are a ValueError listing the choices."""
     if name == "bwrap":
         from pipeline.sandbox.bwrap import BwrapSandbox
+
         return BwrapSandbox(limits or SandboxLimits())
     if name == "docker":
         from pipeline.sandbox.docker import DockerSandbox
+
         return DockerSandbox(limits or SandboxLimits())
     if name == "process":
         from pipeline.sandbox.process import ProcessSandbox
+
         return ProcessSandbox(limits or SandboxLimits())
     raise ValueError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Bind", "Sandbox", "SandboxLimits", "SandboxResult", "make_sandbox"]
+def check_sandbox(name: str) -> None:
+    """Make sure backend `name` can run here, before a job starts any work: a SetupError names what is
+    missing and how to get it (bubblewrap, a Docker engine, the sandbox image)."""
+    make_sandbox(name).check()
+
+
+__all__ = ["BACKENDS", "Bind", "Sandbox", "SandboxLimits", "SandboxResult", "check_sandbox", "make_sandbox"]

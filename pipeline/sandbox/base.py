@@ -7,13 +7,17 @@ is kept. The wall-clock limit is enforced from the parent by killing the whole p
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from pipeline.engine.errors import SetupError
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,20 @@ class Sandbox(ABC):
         return os.path.realpath(sys.executable)
 
     @abstractmethod
-    def run(self, argv: list[str], *, binds: list[Bind] = (), env: dict[str, str] | None = None,
-            cwd: str = "/", network: bool = False, limits: SandboxLimits | None = None) -> SandboxResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
         """Run argv to completion or to the wall-clock limit; never raises for what the command does."""
+
+    def check(self) -> None:
+        """Raise SetupError, naming the fix, if this backend cannot run commands on this machine."""
 
 
 @dataclass
@@ -85,23 +100,37 @@ class CommandSandbox(Sandbox):
     """A backend that wraps argv in a host command line, run with prlimit and killed by process group."""
 
     @abstractmethod
-    def command(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
-                network: bool, limits: SandboxLimits) -> list[str]:
+    def command(
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, network: bool, limits: SandboxLimits
+    ) -> list[str]:
         """The full host command line that runs argv inside this sandbox."""
 
     def prepare(self, binds: list[Bind]) -> None:
         """Hook run before each command, e.g. to hand writable binds to the sandbox user."""
 
-    def run(self, argv: list[str], *, binds: list[Bind] = (), env: dict[str, str] | None = None,
-            cwd: str = "/", network: bool = False, limits: SandboxLimits | None = None) -> SandboxResult:
+    def check(self) -> None:
+        if shutil.which("prlimit") is None:
+            raise SetupError(f"sandbox {self.name!r} needs prlimit: install util-linux (apt-get install util-linux)")
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
         limits = limits or self.limits
         binds = list(binds)
         self.prepare(binds)
         command = rlimit_prefix(limits) + self.command(list(argv), binds, dict(env or {}), cwd, network, limits)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            )
             cause = None
             try:
                 process.wait(timeout=limits.wall_s)
@@ -116,14 +145,22 @@ class CommandSandbox(Sandbox):
                 cause = f"output limit of {limits.file_bytes} bytes exceeded"
             elif cause is None and code < 0:
                 cause = f"killed by signal {signal.Signals(-code).name}"
-            return SandboxResult(code, cause, wall_s, tail(out, limits.output_tail_bytes),
-                                 tail(err, limits.output_tail_bytes))
+            return SandboxResult(
+                code, cause, wall_s, tail(out, limits.output_tail_bytes), tail(err, limits.output_tail_bytes)
+            )
 
 
 def rlimit_prefix(limits: SandboxLimits) -> list[str]:
     """prlimit(1) sets the limits on the sandbox's first process; its children inherit them."""
-    return ["prlimit", f"--as={limits.memory_bytes}", f"--cpu={limits.cpu_s}", f"--nproc={limits.nproc}",
-            f"--fsize={limits.file_bytes}", "--core=0", "--"]
+    return [
+        "prlimit",
+        f"--as={limits.memory_bytes}",
+        f"--cpu={limits.cpu_s}",
+        f"--nproc={limits.nproc}",
+        f"--fsize={limits.file_bytes}",
+        "--core=0",
+        "--",
+    ]
 
 
 def kill_group(pid: int) -> None:

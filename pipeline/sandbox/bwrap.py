@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from pipeline.engine.errors import SetupError
 from pipeline.sandbox.base import Bind, CommandSandbox, SandboxLimits
 
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
@@ -67,8 +68,24 @@ class BwrapSandbox(CommandSandbox):
 
     def __post_init__(self):
         if shutil.which("bwrap") is None:
-            raise RuntimeError("sandbox 'bwrap' needs bubblewrap: install it (apt-get install bubblewrap) "
-                               "or choose another sandbox")
+            raise SetupError(
+                "sandbox 'bwrap' needs bubblewrap: install it (apt-get install bubblewrap, or run "
+                "scripts/prereqs.sh) or choose another --sandbox"
+            )
+
+    def check(self) -> None:
+        """bubblewrap must work, not only be installed: user namespaces may be off, setpriv missing."""
+        super().check()
+        if os.geteuid() == 0 and shutil.which("setpriv") is None:
+            raise SetupError(
+                "sandbox 'bwrap' run as root needs setpriv: install util-linux (apt-get install util-linux)"
+            )
+        result = self.run(["true"], limits=SandboxLimits(wall_s=30.0))
+        if not result.ok:
+            raise SetupError(
+                f"sandbox 'bwrap' cannot create a sandbox here ({result.describe()}); run as root or "
+                f"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+            )
 
     def run(self, argv, **kwargs):
         """As CommandSandbox.run, but returns only once every process of the sandbox uid is gone.
@@ -89,10 +106,21 @@ class BwrapSandbox(CommandSandbox):
                     os.chown(bind.path, uid, uid)
                     os.chmod(bind.path, 0o711)  # bwrap enters it before setpriv, without DAC capabilities
 
-    def command(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
-                network: bool, limits: SandboxLimits) -> list[str]:
-        command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-                   "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv"]
+    def command(
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, network: bool, limits: SandboxLimits
+    ) -> list[str]:
+        command = [
+            "bwrap",
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--clearenv",
+        ]
         if not network:
             command.append("--unshare-net")
         for path in SYSTEM_DIRS + tuple(interpreter_binds()):
@@ -103,8 +131,18 @@ class BwrapSandbox(CommandSandbox):
                 command += ["--symlink", os.readlink(link), link]
             elif os.path.isdir(link):
                 command += ["--ro-bind", link, link]
-        command += ["--proc", "/proc", "--dev", "/dev",
-                    "--perms", "1777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"]
+        command += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            str(limits.file_bytes),
+            "--tmpfs",
+            "/tmp",
+        ]
         for bind in binds:
             command += traversable_parents(bind.path)
             command += ["--bind" if bind.writable else "--ro-bind", bind.path, bind.path]
@@ -113,9 +151,26 @@ class BwrapSandbox(CommandSandbox):
         command += ["--chdir", cwd]
         if os.geteuid() == 0:
             uid = str(sandbox_uid())
-            command += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                        "--cap-add", "CAP_SETPCAP", "--", "setpriv", "--reuid", uid, "--regid", uid,
-                        "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            command += [
+                "--cap-drop",
+                "ALL",
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+                "--cap-add",
+                "CAP_SETPCAP",
+                "--",
+                "setpriv",
+                "--reuid",
+                uid,
+                "--regid",
+                uid,
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+            ]
         else:
             command += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--"]
         return command + argv

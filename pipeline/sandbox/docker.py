@@ -28,8 +28,10 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline.engine.errors import SetupError
 from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.bwrap import sandbox_uid
 from pipeline.sandbox.image import DEFAULT_BASE_IMAGE, connect, ensure_image
@@ -66,17 +68,19 @@ class DockerSandbox(Sandbox):
         self.client = connect()
         if self.image is None:
             self.image = ensure_image(self.client, self.base_image, self.go_image)
-        labels = self._image_labels()
+        labels = self._image_labels(self.image)
         self.image_has_go = labels.get("org.tracegen.go-image", "") not in ("", labels.get("org.tracegen.base-image"))
 
-    def _image_labels(self) -> dict:
+    def _image_labels(self, image: str) -> dict:
         import docker.errors
 
         try:
-            return self.client.images.get(self.image).labels or {}
+            return self.client.images.get(image).labels or {}
         except docker.errors.ImageNotFound as error:
-            raise RuntimeError(f"sandbox 'docker': image {self.image!r} is not in the engine; build it "
-                               "(unset TRACEGEN_SANDBOX_IMAGE to build it from the Dockerfile)") from error
+            raise SetupError(
+                f"sandbox 'docker': image {self.image!r} is not in the engine; build it "
+                "(unset TRACEGEN_SANDBOX_IMAGE to build it from the Dockerfile)"
+            ) from error
 
     @property
     def python(self) -> str:
@@ -87,8 +91,16 @@ class DockerSandbox(Sandbox):
         """The container's uid: a per-worker unprivileged uid when we are root, else our own."""
         return sandbox_uid() if os.geteuid() == 0 else os.getuid()
 
-    def run(self, argv: list[str], *, binds: list[Bind] = (), env: dict[str, str] | None = None,
-            cwd: str = "/", network: bool = False, limits: SandboxLimits | None = None) -> SandboxResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
         limits = limits or self.limits
         binds = list(binds)
         if not argv:
@@ -112,13 +124,26 @@ class DockerSandbox(Sandbox):
                 finally:
                     self._remove(container)
                 cause = cause or _cause(returncode, oom, limits, out, err)
-                return SandboxResult(returncode, cause, wall_s, _tail(out, limits.output_tail_bytes),
-                                     _tail(err, limits.output_tail_bytes))
+                return SandboxResult(
+                    returncode,
+                    cause,
+                    wall_s,
+                    _tail(out, limits.output_tail_bytes),
+                    _tail(err, limits.output_tail_bytes),
+                )
         finally:
             shutil.rmtree(io_dir, ignore_errors=True)
 
-    def create_kwargs(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
-                      network: bool, limits: SandboxLimits, io_dir: str) -> dict:
+    def create_kwargs(
+        self,
+        argv: list[str],
+        binds: list[Bind],
+        env: dict[str, str],
+        cwd: str,
+        network: bool,
+        limits: SandboxLimits,
+        io_dir: str,
+    ) -> dict:
         """The arguments of `containers.create` for one command (everything the isolation consists of)."""
         from docker.types import Mount, Ulimit
 
@@ -135,24 +160,49 @@ class DockerSandbox(Sandbox):
                 raise ValueError(f"sandbox 'docker': bad environment variable {key!r}")
         # sh sends the two streams to files; env -i then gives the command exactly this environment.
         redirect = f'exec "$@" >{shlex.quote(io_dir + "/stdout")} 2>{shlex.quote(io_dir + "/stderr")}'
-        command = ["/bin/sh", "-c", redirect, "sh",
-                   "/usr/bin/env", "-i", *(f"{key}={value}" for key, value in environment.items()), *argv]
+        command = [
+            "/bin/sh",
+            "-c",
+            redirect,
+            "sh",
+            "/usr/bin/env",
+            "-i",
+            *(f"{key}={value}" for key, value in environment.items()),
+            *argv,
+        ]
         memory = limits.memory_bytes
         return dict(
-            image=self.image, command=command, entrypoint=[], working_dir=cwd,
-            user=f"{self.uid}:{self.uid}", environment={"PATH": DEFAULT_PATH, "HOME": "/tmp"},
-            labels={LABEL: "1"}, hostname="sandbox", init=True, detach=True,
-            stdin_open=False, tty=False,
+            image=self.image,
+            command=command,
+            entrypoint=[],
+            working_dir=cwd,
+            user=f"{self.uid}:{self.uid}",
+            environment={"PATH": DEFAULT_PATH, "HOME": "/tmp"},
+            labels={LABEL: "1"},
+            hostname="sandbox",
+            init=True,
+            detach=True,
+            stdin_open=False,
+            tty=False,
             network_mode=self.install_network if network else "none",
-            read_only=True, mounts=mounts,
+            read_only=True,
+            mounts=mounts,
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={min(self.tmp_bytes, memory)},mode=1777"},
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
-            mem_limit=memory, memswap_limit=memory, shm_size=min(64 << 20, memory), oom_score_adj=1000,
-            pids_limit=limits.nproc, nano_cpus=int(self.cpus * 1e9),
-            ulimits=[Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
-                     Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s + 1),
-                     Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
-                     Ulimit(name="core", soft=0, hard=0)],
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ipc_mode="private",
+            mem_limit=memory,
+            memswap_limit=memory,
+            shm_size=min(64 << 20, memory),
+            oom_score_adj=1000,
+            pids_limit=limits.nproc,
+            nano_cpus=int(self.cpus * 1e9),
+            ulimits=[
+                Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
+                Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s + 1),
+                Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
             log_config={"type": "none", "config": {}},
         )
 

@@ -20,6 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from pipeline.engine.errors import SetupError
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 TRACERS = ROOT / "tracers"
@@ -36,16 +38,16 @@ _ensured_lock = threading.Lock()
 def connect(timeout: float = 30.0):
     """A docker-py client to the engine named by the environment (DOCKER_HOST or the local socket).
 
-    Raises RuntimeError saying what to do when docker-py is missing or no engine answers."""
+    Raises SetupError saying what to do when docker-py is missing or no engine answers."""
     try:
         import docker
     except ImportError as error:
-        raise RuntimeError("sandbox 'docker' needs the docker package (pip install docker)") from error
+        raise SetupError("sandbox 'docker' needs the docker package (pip install docker)") from error
     try:
         client = docker.from_env(timeout=int(timeout))
         client.ping()
     except Exception as error:  # DockerException, requests errors, a missing socket: all mean "no engine"
-        raise RuntimeError(f"sandbox 'docker': no Docker engine answers ({error}); {ENGINE_HINT}") from error
+        raise SetupError(f"sandbox 'docker': no Docker engine answers ({error}); {ENGINE_HINT}") from error
     return client
 
 
@@ -100,30 +102,38 @@ def image_exists(client, name: str) -> bool:
 def ensure_base_image(client, base_image: str = DEFAULT_BASE_IMAGE) -> None:
     """Build a local `tracegen-base:<suite>` with docker/build-base.sh when the engine lacks it.
 
-    Other bases are left to the build, which pulls them. Raises RuntimeError with the script's output."""
+    Other bases are left to the build, which pulls them. Raises SetupError with the script's output."""
     if not base_image.startswith(LOCAL_BASE_PREFIX) or image_exists(client, base_image):
         return
-    suite = base_image[len(LOCAL_BASE_PREFIX):]
+    suite = base_image[len(LOCAL_BASE_PREFIX) :]
     done = subprocess.run([str(BUILD_BASE), base_image, suite], capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"building the sandbox base image {base_image} failed (docker/build-base.sh, exit "
-                           f"{done.returncode}): {(done.stderr or done.stdout).strip()[-2000:]}")
+        raise SetupError(
+            f"building the sandbox base image {base_image} failed (docker/build-base.sh, exit "
+            f"{done.returncode}): {(done.stderr or done.stdout).strip()[-2000:]}"
+        )
 
 
 def build_image(client, tag: str, base_image: str, go_image: str | None) -> None:
     """Build the Dockerfile into `tag`; raises RuntimeError carrying the end of the build log."""
     log = []
-    stream = client.api.build(fileobj=io.BytesIO(build_context()), custom_context=True, tag=tag,
-                              buildargs=build_args(base_image, go_image), rm=True, forcerm=True,
-                              pull=False, decode=True)
+    stream = client.api.build(
+        fileobj=io.BytesIO(build_context()),
+        custom_context=True,
+        tag=tag,
+        buildargs=build_args(base_image, go_image),
+        rm=True,
+        forcerm=True,
+        pull=False,
+        decode=True,
+    )
     for chunk in stream:
         if "error" in chunk:
             log.append(chunk["error"])
-            raise RuntimeError(f"building the sandbox image {tag} failed: " + "".join(log[-20:]).strip())
+            raise SetupError(f"building the sandbox image {tag} failed: " + "".join(log[-20:]).strip())
         log.append(chunk.get("stream", ""))
     if not image_exists(client, tag):
-        raise RuntimeError(f"building the sandbox image {tag} ended without the image: "
-                           + "".join(log[-20:]).strip())
+        raise SetupError(f"building the sandbox image {tag} ended without the image: " + "".join(log[-20:]).strip())
 
 
 def ensure_image(client, base_image: str = DEFAULT_BASE_IMAGE, go_image: str | None = None) -> str:

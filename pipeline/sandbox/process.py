@@ -11,9 +11,11 @@ class ProcessSandbox(CommandSandbox):
     name = "process"
 
     def __post_init__(self):
-        warnings.warn("sandbox 'process' runs code without isolation (rlimits only): use it for trusted "
-                      "code only", stacklevel=3)
+        warnings.warn(
+            "sandbox 'process' runs code without isolation (rlimits only): use it for trusted code only", stacklevel=3
+        )
 
-    def command(self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str,
-                network: bool, limits: SandboxLimits) -> list[str]:
+    def command(
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, network: bool, limits: SandboxLimits
+    ) -> list[str]:
         return ["env", "-i", "-C", cwd, *(f"{key}={value}" for key, value in env.items()), *argv]

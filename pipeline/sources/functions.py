@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from pipeline.failures import failure_row
+from pipeline.engine.failures import failure_row
 
 REQUIRED = {"id": str, "code": str, "input": str}
 OPTIONAL = {"entry": str}
@@ -39,44 +39,49 @@ def read_function_records(uri: str) -> tuple[list[FunctionRecord], list[dict]]:
         with fs.open_input_stream(path) as source:
             text = source.read().decode("utf-8", "replace")
     except (FileNotFoundError, OSError) as error:
-        raise ValueError(f"cannot read function records from {uri!r}: {error}; pass an existing JSONL "
-                         f"file with --input") from error
+        raise ValueError(
+            f"cannot read function records from {uri!r}: {error}; pass an existing JSONL file with --input"
+        ) from error
     records, failures, seen = [], [], {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         ref = f"{uri}:{number}"
-        record, problem = parse_line(line, ref)
-        if problem is None and record.id in seen:
-            problem = ("DuplicateId", f"{ref}: id {record.id!r} already used on line {seen[record.id]}; "
-                                      f"give each record a unique id")
-        if problem is not None:
-            error_type, message = problem
-            failures.append(failure_row("read", None if record is None else record.id, "read", error_type,
-                                        message, ref))
-            continue
-        seen[record.id] = number
-        records.append(record)
+        record = parse_line(line, ref)
+        if not isinstance(record, FunctionRecord):
+            failures.append(failure_row("read", None, "read", *record, ref))
+        elif record.id in seen:
+            message = f"{ref}: id {record.id!r} already used on line {seen[record.id]}; give each record a unique id"
+            failures.append(failure_row("read", record.id, "read", "DuplicateId", message, ref))
+        else:
+            seen[record.id] = number
+            records.append(record)
     return records, failures
 
 
-def parse_line(line: str, ref: str) -> tuple[FunctionRecord | None, tuple[str, str] | None]:
+def parse_line(line: str, ref: str) -> FunctionRecord | tuple[str, str]:
     """One JSONL line to a record, or (error_type, message) explaining what is wrong with it."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as error:
-        return None, ("MalformedJSON", f"{ref}: not valid JSON ({error.msg} at column {error.colno}); "
-                                       f"write one JSON object per line")
+        return (
+            "MalformedJSON",
+            f"{ref}: not valid JSON ({error.msg} at column {error.colno}); write one JSON object per line",
+        )
     if not isinstance(data, dict):
-        return None, ("MalformedRecord", f"{ref}: expected a JSON object, got {type(data).__name__}")
+        return ("MalformedRecord", f"{ref}: expected a JSON object, got {type(data).__name__}")
     for name, kind in {**REQUIRED, **OPTIONAL}.items():
         if name not in data:
             if name in REQUIRED:
-                return None, ("MissingField", f"{ref}: missing field {name!r}; a record needs "
-                                              f"{', '.join(REQUIRED)} (and optionally entry)")
+                return (
+                    "MissingField",
+                    f"{ref}: missing field {name!r}; a record needs {', '.join(REQUIRED)} (and optionally entry)",
+                )
         elif not isinstance(data[name], kind):
-            return None, ("BadField", f"{ref}: field {name!r} must be a {kind.__name__}, got "
-                                      f"{type(data[name]).__name__}")
+            return (
+                "BadField",
+                f"{ref}: field {name!r} must be a {kind.__name__}, got {type(data[name]).__name__}",
+            )
     if not data["id"]:
-        return None, ("BadField", f"{ref}: field 'id' must not be empty")
-    return FunctionRecord(data["id"], data["code"], data["input"], data.get("entry") or "f", ref), None
+        return ("BadField", f"{ref}: field 'id' must not be empty")
+    return FunctionRecord(data["id"], data["code"], data["input"], data.get("entry") or "f", ref)

@@ -67,8 +67,10 @@ def _has_go_files(path: Path) -> bool:
 
 
 def _entries(path: Path) -> list[os.DirEntry]:
-    return sorted((e for e in os.scandir(path) if not e.name.startswith((".", "_")) and e.name not in SKIPPED),
-                  key=lambda e: e.name)
+    return sorted(
+        (e for e in os.scandir(path) if not e.name.startswith((".", "_")) and e.name not in SKIPPED),
+        key=lambda e: e.name,
+    )
 
 
 def directory_digest(path: str) -> str:
@@ -85,8 +87,9 @@ def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:
     """Every program (and every directory that is not one) under `programs_dir`, sorted by id."""
     root = Path(programs_dir).expanduser()
     if not root.is_dir():
-        raise ValueError(f"--programs {programs_dir!r} is not a directory; pass a directory whose "
-                         f"subdirectories are Go programs")
+        raise ValueError(
+            f"--programs {programs_dir!r} is not a directory; pass a directory whose subdirectories are Go programs"
+        )
     root = root.resolve()
     found: list[GoProgram | NotAProgram] = []
 
@@ -97,8 +100,13 @@ def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:
             program_id = path.relative_to(root).as_posix()
             if entry.is_symlink():
                 if entry.is_dir():  # a linked file is just not a program; a linked directory might be one
-                    found.append(NotAProgram(program_id, str(path), "is a symbolic link; links are not "
-                                                                    "followed, copy the program into --programs"))
+                    found.append(
+                        NotAProgram(
+                            program_id,
+                            str(path),
+                            "is a symbolic link; links are not followed, copy the program into --programs",
+                        )
+                    )
                 continue
             if not entry.is_dir():
                 continue
@@ -111,8 +119,13 @@ def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:
                 programs += 1
             else:
                 del found[mark:]  # one row for the whole group, not one per empty subdirectory
-                found.append(NotAProgram(program_id, str(path), "holds no .go file (in it or below); a "
-                                                                "program is a directory of .go files"))
+                found.append(
+                    NotAProgram(
+                        program_id,
+                        str(path),
+                        "holds no .go file (in it or below); a program is a directory of .go files",
+                    )
+                )
         return programs
 
     scan(root)

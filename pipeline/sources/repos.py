@@ -14,7 +14,7 @@ max_events = 10000
 ```
 
 Default install: pytest, the package with its test extra when the repository is a package, and its
-test requirements files (`tracers.repo_runner.default_install_args`). Globs are matched against paths
+test requirements files (`tracers.install.default_install_args`). Globs are matched against paths
 relative to the repository root: `**/` spans directories, `*` stays within one, and a pattern that
 matches a directory covers everything under it. conftest.py and test modules never count as the
 repository's code. Any manifest error (missing file, bad TOML, unknown key, wrong type) is a
@@ -44,11 +44,11 @@ class RepoSpec:
     test: tuple[str, ...] = ()
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
-    timeout_s: float = 900.0          # wall clock of the whole traced test run
+    timeout_s: float = 900.0  # wall clock of the whole traced test run
     install_timeout_s: float = 900.0  # wall clock of the install phase
-    test_timeout_s: float = 60.0      # one test (setup + call + teardown), traced
-    max_events: int | None = None     # events per entry trace
-    max_bytes: int | None = None      # bytes of one entry trace's events
+    test_timeout_s: float = 60.0  # one test (setup + call + teardown), traced
+    max_events: int | None = None  # events per entry trace
+    max_bytes: int | None = None  # bytes of one entry trace's events
     max_entries_per_test: int = 200
     max_entries_per_function: int = 200  # over the whole run, per function (20 per function per test)
     input_ref: str = field(default="", compare=False)
@@ -58,11 +58,20 @@ class RepoSpec:
 
 
 _TYPES = {
-    "name": "str", "url": "str", "ref": "str", "install": "str or list of str",
-    "test": "str or list of str", "include": "list of str", "exclude": "list of str",
-    "timeout_s": "positive number", "install_timeout_s": "positive number",
-    "test_timeout_s": "positive number", "max_events": "positive int", "max_bytes": "positive int",
-    "max_entries_per_test": "positive int", "max_entries_per_function": "positive int",
+    "name": "str",
+    "url": "str",
+    "ref": "str",
+    "install": "str or list of str",
+    "test": "str or list of str",
+    "include": "list of str",
+    "exclude": "list of str",
+    "timeout_s": "positive number",
+    "install_timeout_s": "positive number",
+    "test_timeout_s": "positive number",
+    "max_events": "positive int",
+    "max_bytes": "positive int",
+    "max_entries_per_test": "positive int",
+    "max_entries_per_function": "positive int",
 }
 KNOWN_KEYS = tuple(_TYPES)
 
@@ -73,8 +82,10 @@ def read_repo_manifest(path: str) -> list[RepoSpec]:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
-        raise ValueError(f"cannot read the repository manifest {path!r}: {error.strerror or error}; pass an "
-                         f"existing TOML file with --manifest") from error
+        raise ValueError(
+            f"cannot read the repository manifest {path!r}: {error.strerror or error}; pass an "
+            f"existing TOML file with --manifest"
+        ) from error
     text = data.decode("utf-8", "replace")
     try:
         document = tomllib.loads(text)
@@ -82,8 +93,10 @@ def read_repo_manifest(path: str) -> list[RepoSpec]:
         raise ValueError(f"{path}: not valid TOML: {error}") from error
     for key in document:
         if key != "repo":
-            raise ValueError(f"{path}: unknown top-level key {key!r}{_line_of(text, key, None)}; a manifest "
-                             f"holds only [[repo]] tables")
+            raise ValueError(
+                f"{path}: unknown top-level key {key!r}{_line_of(text, key, None)}; a manifest "
+                f"holds only [[repo]] tables"
+            )
     tables = document.get("repo", [])
     if not isinstance(tables, list) or not all(isinstance(table, dict) for table in tables):
         raise ValueError(f"{path}: `repo` must be an array of tables, written as [[repo]] headers")
@@ -91,8 +104,10 @@ def read_repo_manifest(path: str) -> list[RepoSpec]:
     for position, table in enumerate(tables):
         spec = _spec(path, text, position, table)
         if spec.name in seen:
-            raise ValueError(f"{path}: [[repo]] #{position + 1} ({spec.name}): name {spec.name!r} is already used by [[repo]] "
-                             f"#{seen[spec.name] + 1}{_line_of(text, 'name', position)}; names must be unique")
+            raise ValueError(
+                f"{path}: [[repo]] #{position + 1} ({spec.name}): name {spec.name!r} is already used by [[repo]] "
+                f"#{seen[spec.name] + 1}{_line_of(text, 'name', position)}; names must be unique"
+            )
         seen[spec.name] = position
         specs.append(spec)
     return specs
@@ -116,8 +131,7 @@ def _spec(path: str, text: str, position: int, table: dict) -> RepoSpec:
     if not NAME.fullmatch(values["name"]):
         fail("name", f"name {values['name']!r} must be 1-100 letters, digits, '.', '_' or '-' (not first)")
     for key in ("url", "ref"):
-        if not values[key] or values[key].startswith("-") or any(ch.isspace() or ord(ch) < 32
-                                                                  for ch in values[key]):
+        if not values[key] or values[key].startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in values[key]):
             fail(key, f"{key} {values[key]!r} must be non-empty, without spaces, and not start with '-'")
     return RepoSpec(**values, input_ref=f"{path}:[[repo]] #{position + 1}")
 
@@ -165,7 +179,7 @@ def _line_of(text: str, key: str, position: int | None) -> str:
                 return f" (line {number + 1})"
         return ""
     seen = -1
-    for number, line in enumerate(lines):
+    for number, line in enumerate(lines):  # noqa: B007 (number is the line found, used below)
         if re.match(r"\s*\[\[\s*repo\s*\]\]", line):
             seen += 1
             if seen == position:

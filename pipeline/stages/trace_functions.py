@@ -10,52 +10,68 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-import tracers
-from pipeline.failures import failure_row
+from pipeline.engine.failures import failure_row
+from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits
 from pipeline.sandbox.files import read_sandbox_file
+from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.functions import FunctionRecord
-from pipeline.stats import StageCounters
-from pipeline.tracefile import TraceFormatError, parse_trace_file
+from pipeline.stages.tracefile import TraceFormatError, parse_trace_file
 
-TRACERS_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(tracers.__file__)))
+
+@dataclass(frozen=True)
+class ReprLimits:
+    """Caps on one value's repr (tracers/saferepr.py): characters, container items, nesting depth."""
+
+    max_chars: int = 200
+    max_items: int = 20
+    max_depth: int = 4
+
+    def __post_init__(self):
+        for name in ("max_chars", "max_items", "max_depth"):
+            if type(getattr(self, name)) is not int or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+
+    def request(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class TraceSettings:
-    """Budgets and repr caps handed to the tracer, plus the per-record wall-clock kill."""
+    """Budgets of one function trace and its repr caps, handed to the tracer, plus the per-record wall-clock
+    kill."""
 
     max_events: int = 10_000
     max_bytes: int = 8 << 20
     max_seconds: float = 5.0
-    max_chars: int = 200
-    max_items: int = 20
-    max_depth: int = 4
     record_timeout_s: float = 10.0
+    reprs: ReprLimits = field(default_factory=ReprLimits)
 
     def __post_init__(self):
+        if self.max_events < 1 or self.max_bytes < 1 or self.max_seconds <= 0:
+            raise ValueError("max_events, max_bytes and max_seconds must be positive")
         if self.record_timeout_s <= self.max_seconds:
-            raise ValueError("record_timeout_s must exceed max_seconds, so the tracer's own budget ends "
-                             "a slow trace before the wall-clock kill does")
+            raise ValueError(
+                "record_timeout_s must exceed max_seconds, so the tracer's own budget ends "
+                "a slow trace before the wall-clock kill does"
+            )
 
     def request(self, records: list[FunctionRecord]) -> dict:
-        return {"records": [record.request() for record in records],
-                "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes,
-                            "max_seconds": self.max_seconds},
-                "limits": {"max_chars": self.max_chars, "max_items": self.max_items,
-                           "max_depth": self.max_depth},
-                "record_timeout_s": self.record_timeout_s}
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+        return {
+            "records": [record.request() for record in records],
+            "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes, "max_seconds": self.max_seconds},
+            "limits": self.reprs.request(),
+            "record_timeout_s": self.record_timeout_s,
+        }
 
 
 def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:
     """Content hash of what was traced and what happened."""
-    payload = json.dumps([record.code, record.entry, record.input, exit_, events], sort_keys=True,
-                         separators=(",", ":"))
+    payload = json.dumps(
+        [record.code, record.entry, record.input, exit_, events], sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -65,20 +81,29 @@ def trace_row(record: FunctionRecord, parsed) -> dict:
     exit_ = end["exit"]
     return {
         "trace_id": trace_id(record, events, exit_),
-        "source_id": record.id, "source_kind": "function",
-        "repo_url": None, "commit": None, "path": None,
-        "qualname": record.entry, "test_id": None, "code": record.code, "input": record.input,
+        "source_id": record.id,
+        "source_kind": "function",
+        "repo_url": None,
+        "commit": None,
+        "path": None,
+        "qualname": record.entry,
+        "test_id": None,
+        "code": record.code,
+        "input": record.input,
         "python_version": str(parsed.header.get("python")),
         "tracer_version": str(parsed.header.get("tracer_version")),
-        "exit": exit_, "truncated": bool(end["truncated"]),
+        "exit": exit_,
+        "truncated": bool(end["truncated"]),
         "truncation_reason": end.get("reason") if end["truncated"] else None,
-        "n_events": len(events), "events": events,
+        "n_events": len(events),
+        "events": events,
     }
 
 
-def trace_functions(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings,
-                    unit_id: str) -> tuple[list[dict], list[dict], StageCounters]:
-    """Trace every record; returns (traces rows, failures rows, counters) in record order."""
+def trace_functions(
+    records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings, unit_id: str
+) -> StageOutput:
+    """Trace every record: `traces` and `failures` rows in record order, and the `trace` counters."""
     counters = StageCounters("trace")
     counters.n_in = len(records)
     rows: dict[int, dict] = {}
@@ -90,43 +115,65 @@ def trace_functions(records: list[FunctionRecord], sandbox: Sandbox, settings: T
             # When the sandbox died, the last trace file it left may be incomplete: that record is blamed.
             complete = len(outputs) if result.ok else max(0, len(outputs) - 1)
             for position in range(complete):
-                _collect(records[pending[position]], outputs[position], settings, unit_id, rows, failures,
-                         pending[position])
+                _collect(
+                    records[pending[position]], outputs[position], settings, unit_id, rows, failures, pending[position]
+                )
             if complete == len(pending):
                 break
             blamed = pending[complete]
             record = records[blamed]
             failures[blamed] = failure_row(
-                unit_id, record.id, "sandbox", "SandboxFailed",
+                unit_id,
+                record.id,
+                "sandbox",
+                "SandboxFailed",
                 f"record {record.id!r}: the sandbox ended before this record finished ({result.describe()})",
-                record.input_ref, result.stderr_tail.decode("utf-8", "replace") or None)
-            pending = pending[complete + 1:]
+                record.input_ref,
+                result.stderr_tail.decode("utf-8", "replace") or None,
+            )
+            pending = pending[complete + 1 :]
     counters.n_out = len(rows)
     counters.events = sum(row["n_events"] for row in rows.values())
     for failure in failures.values():
         counters.drop(failure["error_type"])
-    ordered_failures = [failures[i] for i in sorted(failures)]
-    return [rows[i] for i in sorted(rows)], ordered_failures, counters
+    return StageOutput(
+        {"traces": [rows[i] for i in sorted(rows)], "failures": [failures[i] for i in sorted(failures)]},
+        {"trace": counters},
+    )
 
 
 def _collect(record, data, settings, unit_id, rows, failures, index) -> None:
     try:
         parsed = parse_trace_file(data, settings.max_events)
     except TraceFormatError as error:
-        failures[index] = failure_row(unit_id, record.id, "parse", "BadTraceOutput",
-                                      f"record {record.id!r}: the tracer's output is malformed ({error}); "
-                                      f"the traced code may have written to the trace file", record.input_ref)
+        failures[index] = failure_row(
+            unit_id,
+            record.id,
+            "parse",
+            "BadTraceOutput",
+            f"record {record.id!r}: the tracer's output is malformed ({error}); "
+            f"the traced code may have written to the trace file",
+            record.input_ref,
+        )
         return
     if parsed.failure is not None:
         failure = parsed.failure
         error_type = str(failure.get("error_type"))[:100]
-        stage = failure.get("stage") if failure.get("stage") in ("setup", "input") else "setup"
-        hint = {"input": "fix the record's input (the argument text of entry(<input>))",
-                "setup": "fix the record's code or entry"}[stage]
-        failures[index] = failure_row(unit_id, record.id, stage, error_type,
-                                      f"record {record.id!r}: {error_type} while "
-                                      f"{'evaluating the input' if stage == 'input' else 'loading the code'}: "
-                                      f"{failure['message']}; {hint}", record.input_ref)
+        stage = "input" if failure.get("stage") == "input" else "setup"
+        hint = {
+            "input": "fix the record's input (the argument text of entry(<input>))",
+            "setup": "fix the record's code or entry",
+        }[stage]
+        failures[index] = failure_row(
+            unit_id,
+            record.id,
+            stage,
+            error_type,
+            f"record {record.id!r}: {error_type} while "
+            f"{'evaluating the input' if stage == 'input' else 'loading the code'}: "
+            f"{failure['message']}; {hint}",
+            record.input_ref,
+        )
         return
     rows[index] = trace_row(record, parsed)
 
@@ -139,17 +186,17 @@ def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: Trac
         request = os.path.join(scratch, "request.json")
         with open(request, "w", encoding="utf-8") as handle:
             json.dump(settings.request(records), handle)
-        limits = SandboxLimits(**{**asdict(sandbox.limits),
-                                  "wall_s": settings.record_timeout_s * len(records) + 10.0})
+        limits = SandboxLimits(**{**asdict(sandbox.limits), "wall_s": settings.record_timeout_s * len(records) + 10.0})
         result = sandbox.run(
             [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, out_dir],
-            binds=[Bind(TRACERS_PARENT + "/tracers"), Bind(scratch, writable=True)],
+            binds=[tracers_bind(), Bind(scratch, writable=True)],
             env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
-            cwd=scratch, limits=limits)
+            cwd=scratch,
+            limits=limits,
+        )
         outputs = {}
         for position in range(len(records)):
-            data = read_sandbox_file(os.path.join(out_dir, "%06d.trace" % position),
-                                     settings.max_bytes + (1 << 20))
+            data = read_sandbox_file(os.path.join(out_dir, "%06d.trace" % position), settings.max_bytes + (1 << 20))
             if data is None:
                 break
             outputs[position] = data

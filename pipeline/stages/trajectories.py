@@ -4,10 +4,12 @@ A trace whose shape the state trees cannot walk (empty, malformed) becomes a fai
 unexpected error on one trace, which never costs another trace its trajectories.
 """
 
+from dataclasses import dataclass, field
+
 from pipeline.debugger.events import Trace, TraceShapeError
 from pipeline.debugger.policy import PolicyConfig, Trajectory, sample_trajectories
-from pipeline.failures import failure_row
-from pipeline.stats import StageCounters
+from pipeline.engine.failures import failure_row
+from pipeline.engine.stats import StageCounters, StageOutput
 
 STAGE = "trajectories"
 
@@ -15,23 +17,44 @@ STAGE = "trajectories"
 def trajectory_row(trajectory: Trajectory) -> dict:
     """A `trajectories` row (schemas/trajectories.py)."""
     return {
-        "trajectory_id": trajectory.trajectory_id, "trace_id": trajectory.trace_id,
-        "source_id": trajectory.source_id, "direction": trajectory.direction, "seed": trajectory.seed,
-        "policy_version": trajectory.policy_version, "sample_index": trajectory.sample_index,
+        "trajectory_id": trajectory.trajectory_id,
+        "trace_id": trajectory.trace_id,
+        "source_id": trajectory.source_id,
+        "direction": trajectory.direction,
+        "seed": trajectory.seed,
+        "policy_version": trajectory.policy_version,
+        "sample_index": trajectory.sample_index,
         "actions": [{"action": action.name, "target": action.target} for action in trajectory.actions],
-        "states": list(trajectory.nodes), "exit": trajectory.exit,
-        "n_tokens": len(trajectory.text.encode("utf-8", "surrogatepass")), "text": trajectory.text,
+        "states": list(trajectory.nodes),
+        "exit": trajectory.exit,
+        "n_tokens": len(trajectory.text.encode("utf-8", "surrogatepass")),
+        "text": trajectory.text,
     }
 
 
-def sample_trajectories_stage(trace_rows: list[dict], config: PolicyConfig, seed: int, per_trace: int,
-                              unit_id: str) -> tuple[list[dict], list[dict], StageCounters]:
-    """Trajectories rows (trace order, then forward before inverse, then sample index), failures, counters.
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How trajectories are drawn from each trace: the seed of every choice, how many per trace and
+    direction, and the policy."""
 
-    `counters.n_in` counts traces, `n_out` trajectories; `dropped` counts failed traces by error type.
+    seed: int = 0
+    per_trace: int = 2
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+
+    def __post_init__(self):
+        if type(self.seed) is not int:
+            raise ValueError(f"seed must be an int, got {self.seed!r}")
+        if type(self.per_trace) is not int or self.per_trace < 1:
+            raise ValueError(
+                f"per_trace (trajectories per trace and direction) must be a positive int, got {self.per_trace!r}"
+            )
+
+
+def sample_trajectories_stage(trace_rows: list[dict], sampling: SamplingSettings, unit_id: str) -> StageOutput:
+    """`trajectories` rows (trace order, then forward before inverse, then sample index), `failures` rows,
+    and the `trajectories` counters: `n_in` counts traces, `n_out` trajectories, `dropped` failed traces
+    by error type.
     """
-    if type(per_trace) is not int or per_trace < 1:
-        raise ValueError(f"per_trace must be a positive int, got {per_trace!r}")
     counters = StageCounters(STAGE)
     rows: list[dict] = []
     failures: list[dict] = []
@@ -42,22 +65,32 @@ def sample_trajectories_stage(trace_rows: list[dict], config: PolicyConfig, seed
             source_id = row.get("source_id") if isinstance(row, dict) else None
             try:
                 trace = Trace.from_row(row)
-                produced = [trajectory_row(t) for t in sample_trajectories(trace, config, seed, per_trace)]
+                produced = [
+                    trajectory_row(t)
+                    for t in sample_trajectories(trace, sampling.policy, sampling.seed, sampling.per_trace)
+                ]
             except TraceShapeError as error:
                 failures.append(_failure(unit_id, source_id, trace_id, position, error.error_type, str(error)))
                 counters.drop(error.error_type)
                 continue
             except Exception as error:  # a bug or an unforeseen shape: one trace, not the unit
-                failures.append(_failure(unit_id, source_id, trace_id, position, type(error).__name__,
-                                         f"unexpected error while sampling: {error}"))
+                failures.append(
+                    _failure(
+                        unit_id,
+                        source_id,
+                        trace_id,
+                        position,
+                        type(error).__name__,
+                        f"unexpected error while sampling: {error}",
+                    )
+                )
                 counters.drop(type(error).__name__)
                 continue
             rows.extend(produced)
             counters.n_out += len(produced)
-    return rows, failures, counters
+    return StageOutput({"trajectories": rows, "failures": failures}, {STAGE: counters})
 
 
 def _failure(unit_id, source_id, trace_id, position, error_type, message) -> dict:
     ref = f"trace:{trace_id}" if trace_id else f"trace-row:{position}"
-    return failure_row(unit_id, source_id, STAGE, error_type,
-                       f"trace {trace_id or position!r}: {message}", ref)
+    return failure_row(unit_id, source_id, STAGE, error_type, f"trace {trace_id or position!r}: {message}", ref)

@@ -7,8 +7,8 @@ groups are sized for streaming by estimated uncompressed bytes.
 """
 
 import hashlib
-import uuid
 import itertools
+import uuid
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
@@ -51,9 +51,16 @@ def rows_per_group(table: pa.Table, target_bytes: int) -> int:
     return max(1, int(target_bytes * table.num_rows / max(1, table.nbytes)))
 
 
-def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: pa.Table, unit: int,
-                       zstd_level: int = 3, shard_bytes: int = SHARD_BYTES,
-                       row_group_bytes: int = ROW_GROUP_BYTES) -> list[ShardInfo]:
+def write_table_shards(
+    fs: pafs.FileSystem,
+    root: str,
+    table_name: str,
+    table: pa.Table,
+    unit: int,
+    zstd_level: int = 3,
+    shard_bytes: int = SHARD_BYTES,
+    row_group_bytes: int = ROW_GROUP_BYTES,
+) -> list[ShardInfo]:
     """Write `table` (already in its explicit schema) as the shards of `unit`; returns their infos."""
     if table.num_rows == 0:
         return []
@@ -67,8 +74,14 @@ def write_table_shards(fs: pafs.FileSystem, root: str, table_name: str, table: p
         final = f"{root}/{relative}"
         temporary = temporary_path(final)
         with fs.open_output_stream(temporary) as sink:
-            pq.write_table(part, sink, compression="zstd", compression_level=zstd_level,
-                           row_group_size=group_rows, write_statistics=True)
+            pq.write_table(
+                part,
+                sink,
+                compression="zstd",
+                compression_level=zstd_level,
+                row_group_size=group_rows,
+                write_statistics=True,
+            )
         fs.move(temporary, final)
         size, digest = _size_and_digest(fs, final)
         shards.append(ShardInfo(relative, part.num_rows, size, digest))
@@ -88,7 +101,7 @@ def remove_stale_shards(fs: pafs.FileSystem, root: str, table_name: str, unit: i
         path = f"{root}/{table_name}/{shard_name(unit, seq)}"
         found = [info.path for info in fs.get_file_info([path]) if info.type == pafs.FileType.File]
         if not found:
-            return removed
+            break
         for path in found:
             fs.delete_file(path)
         removed += len(found)

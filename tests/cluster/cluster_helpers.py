@@ -49,9 +49,16 @@ def marked_env(mark: str, ray_tmp: str) -> dict[str, str]:
     """The environment of everything started here: the venv first on PATH (as with an activated venv), no
     inherited RAY_* settings, a private Ray temp dir, and the marker."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update({"PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", "RAY_TMPDIR": ray_tmp,
-                "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", MARK_VAR: mark,
-                "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+            "RAY_TMPDIR": ray_tmp,
+            "RAY_AUTH_MODE": "disabled",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            MARK_VAR: mark,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -122,8 +129,11 @@ def cmdline(pid: int) -> list[str]:
 def busy_workers(mark: str) -> list[int]:
     """Ray worker processes carrying the marker that are running a unit right now: a sandbox (bwrap) is
     their child."""
-    return [pid for pid in marked_pids(mark)
-            if any(Path((cmdline(child) or [""])[0]).name == "bwrap" for child in children(pid))]
+    return [
+        pid
+        for pid in marked_pids(mark)
+        if any(Path((cmdline(child) or [""])[0]).name == "bwrap" for child in children(pid))
+    ]
 
 
 def run_on_terminal(command: list[str], env: dict, cwd: Path, timeout: float) -> tuple[int, str]:
@@ -168,29 +178,62 @@ class LocalCluster:
         self.starters: list[subprocess.Popen] = []
         self.gcs_port, self.dashboard_port, client_port = free_ports(3)
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
-        self._head_ports = ["--port", str(self.gcs_port), "--dashboard-port", str(self.dashboard_port),
-                            "--ray-client-server-port", str(client_port)]
+        self._head_ports = [
+            "--port",
+            str(self.gcs_port),
+            "--dashboard-port",
+            str(self.dashboard_port),
+            "--ray-client-server-port",
+            str(client_port),
+        ]
 
     def _node_ports(self) -> list[str]:
-        names = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-                 "--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port"]
-        return [arg for name, port in zip(names, free_ports(len(names))) for arg in (name, str(port))]
+        names = [
+            "--node-manager-port",
+            "--object-manager-port",
+            "--dashboard-agent-listen-port",
+            "--dashboard-agent-grpc-port",
+            "--runtime-env-agent-port",
+            "--metrics-export-port",
+        ]
+        return [arg for name, port in zip(names, free_ports(len(names)), strict=True) for arg in (name, str(port))]
 
     def _start_node(self, args: list[str], log_name: str) -> None:
         log = open(Path(self.tmp) / log_name, "wb")
-        self.starters.append(subprocess.Popen(
-            [RAY, "start", "--block", "--disable-usage-stats", *args,
-             *self._node_ports()], env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp,
-            start_new_session=True))
+        self.starters.append(
+            subprocess.Popen(
+                [RAY, "start", "--block", "--disable-usage-stats", *args, *self._node_ports()],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.tmp,
+                start_new_session=True,
+            )
+        )
 
     def start(self, timeout: float = 120.0) -> "LocalCluster":
-        self._start_node(["--head", "--num-cpus", "0", "--include-dashboard", "true", "--dashboard-host",
-                          "127.0.0.1", *self._head_ports], "head.log")
+        self._start_node(
+            [
+                "--head",
+                "--num-cpus",
+                "0",
+                "--include-dashboard",
+                "true",
+                "--dashboard-host",
+                "127.0.0.1",
+                *self._head_ports,
+            ],
+            "head.log",
+        )
         self._wait(lambda: http_json(f"{self.dashboard}/api/version"), timeout, "the head's dashboard")
-        self._start_node(["--address", f"127.0.0.1:{self.gcs_port}", "--num-cpus", str(self.worker_cpus)],
-                         "worker.log")
-        self._wait(lambda: len(self.alive_nodes()) == 2 and b"Ray runtime started" in
-                   (Path(self.tmp) / "worker.log").read_bytes(), timeout, "the worker node")
+        self._start_node(["--address", f"127.0.0.1:{self.gcs_port}", "--num-cpus", str(self.worker_cpus)], "worker.log")
+        self._wait(
+            lambda: (
+                len(self.alive_nodes()) == 2 and b"Ray runtime started" in (Path(self.tmp) / "worker.log").read_bytes()
+            ),
+            timeout,
+            "the worker node",
+        )
         return self
 
     def alive_nodes(self) -> list[dict]:
@@ -202,8 +245,9 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for starter in self.starters:
                 if starter.poll() is not None:
-                    raise RuntimeError(f"`ray start` exited with {starter.returncode} while waiting for {what}; "
-                                       f"logs in {self.tmp}")
+                    raise RuntimeError(
+                        f"`ray start` exited with {starter.returncode} while waiting for {what}; logs in {self.tmp}"
+                    )
             try:
                 if probe():
                     return
@@ -212,8 +256,9 @@ class LocalCluster:
             time.sleep(0.5)
         raise TimeoutError(f"{what} did not come up within {timeout:.0f}s; logs in {self.tmp}")
 
-    def submit(self, script: str, *args: str, no_wait: bool = False, submission_id: str | None = None,
-               timeout: float = 240.0) -> subprocess.CompletedProcess:
+    def submit(
+        self, script: str, *args: str, no_wait: bool = False, submission_id: str | None = None, timeout: float = 240.0
+    ) -> subprocess.CompletedProcess:
         """`ray job submit --working-dir <repo> -- python jobs/<script> ARGS` (waits unless no_wait)."""
         command = [RAY, "job", "submit", "--address", self.dashboard, "--working-dir", str(ROOT)]
         if submission_id:

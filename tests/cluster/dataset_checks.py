@@ -50,7 +50,7 @@ def row_ids(out: str | Path, manifest: dict) -> dict[str, list[tuple]]:
         for shard in table["shards"]:
             data = pq.read_table(Path(out) / shard["path"])
             columns = ROW_IDS.get(name) or tuple(f.name for f in data.schema if f.type.num_fields == 0)
-            rows += list(zip(*(data.column(c).to_pylist() for c in columns)))
+            rows += list(zip(*(data.column(c).to_pylist() for c in columns), strict=True))
         ids[name] = sorted(rows, key=repr)
     return ids
 
@@ -68,5 +68,7 @@ def assert_same_dataset(out: str | Path, reference: str | Path) -> None:
 
 
 def shard_files(manifest: dict) -> dict[str, list[tuple]]:
-    return {name: [(s["path"], s["rows"], s["sha256"]) for s in table["shards"]]
-            for name, table in manifest["tables"].items()}
+    return {
+        name: [(s["path"], s["rows"], s["sha256"]) for s in table["shards"]]
+        for name, table in manifest["tables"].items()
+    }

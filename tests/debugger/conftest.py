@@ -1,8 +1,8 @@
 """Fixtures of the debugger tests (helpers live in debugger_helpers.py, importable by test modules)."""
 
 import pytest
-
 from debugger_helpers import WORKED_EXAMPLE, trace_row
+
 from pipeline.debugger import Trace
 
 

@@ -14,6 +14,10 @@ the return-with-None that follows a frame's final exception) and forwards each e
 settrace's own rules (the global function at every `call`, the frame's local function afterwards,
 replaced by its non-None return value). Frames outside the program are not forwarded — as if pdb had
 been told to skip every other module; the programs call only builtins implemented in C.
+
+An error inside the oracle's hooks (a bug in it, a command bdb refuses) is an `OracleError` out of
+`run_oracle`, never taken for the program's own exception: raised in a trace function, it would surface in
+the program, turn tracing off and end the session early, and a comparison of no steps agrees with anything.
 """
 
 import bdb
@@ -27,12 +31,16 @@ from tracers.saferepr import Limits, SafeRepr
 _GEN_FLAGS = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator
 
 
+class OracleError(Exception):
+    """The oracle itself went wrong (a bug in it, or bdb refusing a command): its steps are not to be trusted."""
+
+
 @dataclass(frozen=True)
 class Stop:
     """Where bdb stopped: a trace event index, or the unwinding return of a frame (not in the trace)."""
 
-    kind: str            # "event" | "unwind" (the return settrace emits after the frame's final exception)
-    index: int           # event index; for "unwind", the index of that frame's final exception event
+    kind: str  # "event" | "unwind" (the return settrace emits after the frame's final exception)
+    index: int  # event index; for "unwind", the index of that frame's final exception event
     event: str
     function: str
     lineno: int
@@ -43,13 +51,12 @@ class Stop:
 @dataclass(frozen=True)
 class Step:
     start: Stop
-    command: str             # step | next | return | break | continue
-    lineno: int | None       # the breakpoint's line number (break only)
+    command: str  # step | next | return | break | continue
+    lineno: int | None  # the breakpoint's line number (break only)
 
 
 class OracleBdb(bdb.Bdb):
-    def __init__(self, filename: str, code_lines: list[str], rng: random.Random, weights: dict,
-                 max_stops: int):
+    def __init__(self, filename: str, code_lines: list[str], rng: random.Random, weights: dict, max_stops: int):
         super().__init__()
         self.filename = filename
         self.code_lines = code_lines
@@ -63,11 +70,36 @@ class OracleBdb(bdb.Bdb):
         self.bdb_local: dict = {}
         self.current: tuple | None = None
         self.steps: list[Step] = []
-        self.break_lines = [n for n, text in enumerate(code_lines, 1)
-                            if text.strip() and not text.lstrip().startswith(("def ", "class ", "#", "@"))]
+        self.failure: BaseException | None = None
+        self.break_lines = [
+            n
+            for n, text in enumerate(code_lines, 1)
+            if text.strip() and not text.lstrip().startswith(("def ", "class ", "#", "@"))
+        ]
 
     # -- settrace emulation with event counting ----------------------------------------------------
     def _global(self, frame, event, arg):
+        try:
+            return self._global_hook(frame, event, arg)
+        except BaseException as error:
+            self._failed(error)
+            raise
+
+    def _local(self, frame, event, arg):
+        try:
+            return self._local_hook(frame, event, arg)
+        except BaseException as error:
+            self._failed(error)
+            raise
+
+    def _failed(self, error: BaseException) -> None:
+        """Record an error raised inside the hooks (the oracle's own, or bdb's). Raised from a trace
+        function it reaches the program as if the program had raised it, and the program may catch it:
+        `run_entry` raises it afterwards whatever the program did with it."""
+        if self.failure is None and not isinstance(error, bdb.BdbQuit):
+            self.failure = error
+
+    def _global_hook(self, frame, event, arg):
         if frame.f_code.co_filename != self.filename:
             return None
         self._count(frame, event)
@@ -76,7 +108,7 @@ class OracleBdb(bdb.Bdb):
             self.bdb_local[frame] = local
         return self._local
 
-    def _local(self, frame, event, arg):
+    def _local_hook(self, frame, event, arg):
         if event == "return" and self.last_kind.get(frame) == "exception":
             self.current = ("unwind", self.last_index[frame])
             self.last_kind[frame] = "unwound"
@@ -120,9 +152,15 @@ class OracleBdb(bdb.Bdb):
             self.set_continue()
             return
         kind, index = self.current
-        stop = Stop(kind, index, "return" if kind == "unwind" else event, frame.f_code.co_qualname,
-                    frame.f_lineno, {name: self.repr(value) for name, value in frame.f_locals.items()},
-                    bool(frame.f_code.co_flags & _GEN_FLAGS))
+        stop = Stop(
+            kind,
+            index,
+            "return" if kind == "unwind" else event,
+            frame.f_code.co_qualname,
+            frame.f_lineno,
+            {name: self.repr(value) for name, value in frame.f_locals.items()},
+            bool(frame.f_code.co_flags & _GEN_FLAGS),
+        )
         if kind == "unwind":
             command = "step"  # pdb's extra stop at the unwinding return: step on (tests compare around it)
         elif len(self.steps) >= self.max_stops:
@@ -142,7 +180,7 @@ class OracleBdb(bdb.Bdb):
             lineno = self.break_lines[int(self.rng.random() * len(self.break_lines))]
             error = self.set_break(self.filename, lineno)
             if error:
-                raise AssertionError(error)
+                raise OracleError(f"bdb refused a breakpoint at line {lineno}: {error}")
             self.set_continue()
         self.steps.append(Step(stop, command, lineno))
 
@@ -151,6 +189,9 @@ class OracleBdb(bdb.Bdb):
         self._set_stopinfo(self.botframe, None, -1)
 
     def run_entry(self, function, args, kwargs):
+        """Run the program under the oracle. The program's own uncaught exception ends the run (exit
+        "error", as in its trace); an error of the oracle itself raises `OracleError`, even when the
+        program caught it (an exception raised in a trace function surfaces inside the traced code)."""
         self.reset()
         sys.settrace(self._global)
         try:
@@ -158,9 +199,12 @@ class OracleBdb(bdb.Bdb):
         except bdb.BdbQuit:
             pass
         except Exception:
-            pass  # the program's own uncaught exception: the run ended (exit "error")
+            pass  # the program's own uncaught exception ends the run (exit "error"); the hooks' own errors
+            # reach here too, or were caught by the program: they were recorded, and are raised below
         finally:
             sys.settrace(None)
+        if self.failure is not None:
+            raise OracleError(f"the oracle failed: {self.failure!r}") from self.failure
 
 
 def _draw(rng: random.Random, weights: dict) -> str:
@@ -175,8 +219,16 @@ def _draw(rng: random.Random, weights: dict) -> str:
 DEFAULT_WEIGHTS = {"step": 0.4, "next": 0.3, "return": 0.15, "break": 0.13, "continue": 0.02}
 
 
-def run_oracle(code: str, entry: str, input: str, seed: int, *, weights: dict | None = None,
-               max_stops: int = 300, name: str = "prog") -> list[Step]:
+def run_oracle(
+    code: str,
+    entry: str,
+    input: str,
+    seed: int,
+    *,
+    weights: dict | None = None,
+    max_stops: int = 300,
+    name: str = "prog",
+) -> list[Step]:
     """The stops of one pdb session with random commands; the last step's landing is the program's end."""
     filename = f"<oracle-{name}>"
     lines = code.splitlines(keepends=True)
@@ -184,8 +236,7 @@ def run_oracle(code: str, entry: str, input: str, seed: int, *, weights: dict | 
     namespace = {"__name__": "__tracegen__"}
     exec(compile(code, filename, "exec"), namespace)
     args, kwargs = eval(compile("(lambda *a, **k: (a, k))(%s)" % input, "<input>", "eval"), namespace)
-    debugger = OracleBdb(filename, code.splitlines(), random.Random(seed), weights or DEFAULT_WEIGHTS,
-                         max_stops)
+    debugger = OracleBdb(filename, code.splitlines(), random.Random(seed), weights or DEFAULT_WEIGHTS, max_stops)
     try:
         debugger.run_entry(namespace[entry], args, kwargs)
     finally:

@@ -28,10 +28,10 @@ Where pdb and DESIGN.md §6 differ by design, the comparison names the differenc
 from collections import Counter
 
 import pytest
-
-from debugger_programs import PROGRAMS
 from debugger_helpers import trace_row
-from pdb_oracle import run_oracle
+from debugger_programs import PROGRAMS
+from pdb_oracle import OracleBdb, OracleError, run_oracle
+
 from pipeline.debugger import Trace, build_forward
 from pipeline.debugger import actions as A
 
@@ -43,8 +43,12 @@ def _check_stop(trace: Trace, tree, stop) -> None:
     if stop.kind == "unwind":  # its locals can differ: unwinding runs an except clause's `del name`
         assert trace.kinds[i] == "exception" and tree.is_end[i] and trace.functions[i] == stop.function
         return
-    assert (trace.kinds[i] if stop.kind == "event" else "return", trace.functions[i], trace.linenos[i],
-            trace.locals[i]) == (stop.event, stop.function, stop.lineno, stop.locals), f"stop at event {i}"
+    assert (
+        trace.kinds[i] if stop.kind == "event" else "return",
+        trace.functions[i],
+        trace.linenos[i],
+        trace.locals[i],
+    ) == (stop.event, stop.function, stop.lineno, stop.locals), f"stop at event {i}"
 
 
 def _landing(steps, position: int, n: int):
@@ -121,8 +125,9 @@ def compare(trace: Trace, tree, steps) -> Counter:
             assert ours <= pdb
             outcome["D5" if ours != pdb else "agree"] += 1
         else:
-            assert ours == pdb, (f"{command} from event {k} ({trace.kinds[k]} {trace.sources[k].strip()!r}): "
-                                 f"ours {ours}, pdb {pdb}")
+            assert ours == pdb, (
+                f"{command} from event {k} ({trace.kinds[k]} {trace.sources[k].strip()!r}): ours {ours}, pdb {pdb}"
+            )
             outcome["agree"] += 1
         if kind == "after_unwind":
             outcome["D1"] += 1
@@ -137,6 +142,7 @@ def test_pdb_lands_where_our_forward_actions_land(name, code, entry, input):
     commands = Counter()
     for seed in SEEDS:
         steps = run_oracle(code, entry, input, seed, name=name)
+        assert steps, f"seed {seed}: the oracle stopped nowhere"
         outcome += compare(trace, tree, steps)
         commands.update(step.command for step in steps)
     print(name, dict(outcome))
@@ -155,3 +161,42 @@ def test_the_oracle_covers_enough_programs_and_named_differences():
     assert total["agree"] >= 1000
     # The programs exercise the named differences, so the pins above are not vacuous.
     assert total["D1"] and total["D2"] and total["D3"] and total["D5"], total
+
+
+CATCHES = (
+    "def f(n):\n    try:\n        x = n + 1\n        y = x * 2\n    except Exception:\n        y = -1\n    return y\n"
+)
+
+
+def test_a_broken_oracle_fails_instead_of_comparing_nothing(monkeypatch):
+    def refuse(self, filename, lineno, *args, **kwargs):
+        raise RuntimeError("set_break is broken")
+
+    monkeypatch.setattr(OracleBdb, "set_break", refuse)
+    with pytest.raises(OracleError, match="set_break is broken"):
+        run_oracle(CATCHES, "f", "1", 0, weights={"break": 1.0})
+
+
+def test_an_oracle_error_the_program_catches_still_fails_the_oracle(monkeypatch):
+    """Raised in a trace function, the oracle's error surfaces inside the program, whose `except` takes it."""
+    real = OracleBdb.user_line
+
+    def broken(self, frame):
+        if frame.f_lineno == 4:  # `y = x * 2`, inside the program's try
+            raise RuntimeError("user_line is broken")
+        real(self, frame)
+
+    monkeypatch.setattr(OracleBdb, "user_line", broken)
+    with pytest.raises(OracleError, match="user_line is broken"):
+        run_oracle(CATCHES, "f", "1", 0, weights={"step": 1.0})
+
+
+def test_the_programs_own_exception_ends_the_session_normally():
+    steps = run_oracle("def f(n):\n    m = n + 1\n    raise ValueError(m)\n", "f", "1", 0, weights={"step": 1.0})
+    # pdb's first stop is the entry's first line; the last is the unwinding return (D1) after the exception
+    assert [(step.start.kind, step.start.event, step.start.lineno, step.start.index) for step in steps] == [
+        ("event", "line", 2, 1),
+        ("event", "line", 3, 2),
+        ("event", "exception", 3, 3),
+        ("unwind", "return", 3, 3),
+    ]

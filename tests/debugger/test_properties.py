@@ -4,13 +4,23 @@ import json
 from pathlib import Path
 
 import pytest
+from debugger_helpers import synthetic_row, trace_row
+from debugger_programs import PROGRAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from debugger_helpers import synthetic_row, trace_row
-from debugger_programs import PROGRAMS
-from pipeline.debugger import (Action, Episode, PolicyConfig, State, Trace, build_forward, build_inverse,
-                               parse, sample_trajectories, serialize)
+from pipeline.debugger import (
+    Action,
+    Episode,
+    PolicyConfig,
+    State,
+    Trace,
+    build_forward,
+    build_inverse,
+    parse,
+    sample_trajectories,
+    serialize,
+)
 from pipeline.debugger import actions as A
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "functions.jsonl"
@@ -24,8 +34,9 @@ def _example_traces() -> list[Trace]:
     for record in records:
         if record["id"].startswith("bad_"):
             continue
-        row = trace_row(record["code"], record.get("entry", "f"), record["input"], trace_id=record["id"],
-                        max_events=3000)
+        row = trace_row(
+            record["code"], record.get("entry", "f"), record["input"], trace_id=record["id"], max_events=3000
+        )
         if row["events"]:
             traces.append(Trace.from_row(row))
     return traces
@@ -33,8 +44,12 @@ def _example_traces() -> list[Trace]:
 
 EXAMPLE_TRACES = _example_traces()
 traces = st.one_of(
-    st.builds(lambda seed, cut, repo: Trace.from_row(synthetic_row(seed, truncate=cut, repo=repo)),
-              st.integers(0, 10**9), st.booleans(), st.booleans()),
+    st.builds(
+        lambda seed, cut, repo: Trace.from_row(synthetic_row(seed, truncate=cut, repo=repo)),
+        st.integers(0, 10**9),
+        st.booleans(),
+        st.booleans(),
+    ),
     st.sampled_from(EXAMPLE_TRACES),
 )
 
@@ -69,6 +84,7 @@ def _reference_inverse(trace: Trace, fwd) -> list[tuple[str, int]]:
                 out.append(("inv_line_call", node))
                 level(children[node])
             out.append(("inv_" + trace.kinds[node], node))
+
     level(children[-1])
     return out + [("inv_entry", -1)]
 
@@ -139,7 +155,7 @@ def test_inv_step_into_visits_every_state_in_reverse_calling_lines_twice(trace):
     duplicated = [inv.event[k] for k in walk if inv.kind[k] == "inv_line_call"]
     assert sorted(duplicated) == [node for node in range(fwd.n) if fwd.has_children[node]]
     if fwd.n <= 200:
-        assert list(zip(inv.kind, inv.event)) == _reference_inverse(trace, fwd)
+        assert list(zip(inv.kind, inv.event, strict=True)) == _reference_inverse(trace, fwd)
 
 
 @SETTINGS
@@ -151,8 +167,7 @@ def test_inv_step_over_skips_to_the_plain_copy_and_the_level_ends_at_the_entry(t
     for k in range(len(inv.kind) - 1):
         landing = A.inv_step_over(inv, k)
         if inv.kind[k] == "inv_line_call":
-            assert (inv.kind[landing], inv.event[landing]) == (
-                "inv_" + trace.kinds[inv.event[k]], inv.event[k])
+            assert (inv.kind[landing], inv.event[landing]) == ("inv_" + trace.kinds[inv.event[k]], inv.event[k])
         assert landing > k
         if small:
             assert landing == _reference_inv_over(inv, k)
@@ -212,18 +227,43 @@ def test_sampled_trajectories_round_trip_and_are_deterministic(trace, seed, k):
 
 
 def _texts():
-    pieces = st.sampled_from(["<|", "<||", "|>", "<", "|", "a", " ", "\n", "\"", "\\", "é", "..", "{",
-                              "<|frame_sep|>", "<|trace_end|>", "\u2028", "\x00"])
+    pieces = st.sampled_from(
+        [
+            "<|",
+            "<||",
+            "|>",
+            "<",
+            "|",
+            "a",
+            " ",
+            "\n",
+            '"',
+            "\\",
+            "é",
+            "..",
+            "{",
+            "<|frame_sep|>",
+            "<|trace_end|>",
+            "\u2028",
+            "\x00",
+        ]
+    )
     return st.lists(pieces, max_size=8).map("".join)
 
 
 @st.composite
 def episodes(draw):
     forward = draw(st.booleans())
-    events = ["call", "line", "return", "exception"] if forward else [
-        "inv_call", "inv_line", "inv_line_call", "inv_return", "inv_exception"]
-    names = ["step_into", "step_over", "step_return", "breakpoint", "continue"] if forward else [
-        "inv_step_into", "inv_step_over", "inv_step_call"]
+    events = (
+        ["call", "line", "return", "exception"]
+        if forward
+        else ["inv_call", "inv_line", "inv_line_call", "inv_return", "inv_exception"]
+    )
+    names = (
+        ["step_into", "step_over", "step_return", "breakpoint", "continue"]
+        if forward
+        else ["inv_step_into", "inv_step_over", "inv_step_call"]
+    )
     n = draw(st.integers(1, 6))
     states, actions = [], []
     for position in range(n):
@@ -232,8 +272,9 @@ def episodes(draw):
         arg = draw(st.one_of(st.none(), _texts())) if event.endswith(("return", "exception")) else None
         states.append(State(event, draw(_texts()), local_map, arg, position == 0 or draw(st.booleans())))
     if draw(st.booleans()):
-        states.append(State(draw(st.sampled_from(
-            ["exit_normal", "exit_error", "exit_never"] if forward else ["inv_exit_entry"]))))
+        states.append(
+            State(draw(st.sampled_from(["exit_normal", "exit_error", "exit_never"] if forward else ["inv_exit_entry"])))
+        )
     for _ in range(len(states) - 1):
         name = draw(st.sampled_from(names))
         actions.append(Action(name, draw(_texts()) if name == "breakpoint" else None))
@@ -248,11 +289,16 @@ def test_parse_inverts_serialize_on_arbitrary_payloads(episode):
 
 
 def test_policy_config_is_validated_with_value_errors():
-    for bad in (dict(max_actions=0), dict(breakpoint_miss_rate=1.5), dict(version=""),
-                dict(forward_mixture=((1.0, (("inv_step_into", 1.0),)),)),
-                dict(inverse_mixture=((1.0, (("step_into", 1.0),)),)),
-                dict(forward_mixture=((0.0, (("step_into", 1.0),)),)),
-                dict(forward_mixture=((1.0, (("step_into", -1.0),)),)), dict(directions=("sideways",))):
+    for bad in (
+        dict(max_actions=0),
+        dict(breakpoint_miss_rate=1.5),
+        dict(version=""),
+        dict(forward_mixture=((1.0, (("inv_step_into", 1.0),)),)),
+        dict(inverse_mixture=((1.0, (("step_into", 1.0),)),)),
+        dict(forward_mixture=((0.0, (("step_into", 1.0),)),)),
+        dict(forward_mixture=((1.0, (("step_into", -1.0),)),)),
+        dict(directions=("sideways",)),
+    ):
         with pytest.raises(ValueError):
             PolicyConfig(**bad)
     assert PolicyConfig().policy_version != PolicyConfig(max_actions=7).policy_version

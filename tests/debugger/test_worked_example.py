@@ -6,7 +6,9 @@ from pipeline.debugger.render import forward_episode
 
 
 def _line(trace, source):
-    return next(i for i, (k, s) in enumerate(zip(trace.kinds, trace.sources)) if k == "line" and s == source)
+    return next(
+        i for i, (k, s) in enumerate(zip(trace.kinds, trace.sources, strict=True)) if k == "line" and s == source
+    )
 
 
 def test_step_over_the_calling_line_lands_on_the_next_line_with_c_9(worked_trace):
@@ -39,13 +41,25 @@ def test_inverse_over_and_into_from_the_inv_line_call_of_the_calling_line(worked
 def test_the_design_illustration_round_trips(worked_trace):
     """The DESIGN §7 walk: into, over, over, breakpoint `d += i`, return, continue."""
     tree = build_forward(worked_trace)
-    actions = [Action("step_into"), Action("step_over"), Action("step_over"),
-               Action("breakpoint", "        d += i"), Action("step_return"), Action("continue")]
+    actions = [
+        Action("step_into"),
+        Action("step_over"),
+        Action("step_over"),
+        Action("breakpoint", "        d += i"),
+        Action("step_return"),
+        Action("continue"),
+    ]
     nodes = [0]
     for action in actions:
         nodes.append(A.apply_forward(tree, nodes[-1], action.name, action.target))
     assert [worked_trace.sources[n] for n in nodes[:-1]] == [
-        "def f(a):", "    b = a + 1", "    c = g(b)", "    d = c - a", "        d += i", "    return d"]
+        "def f(a):",
+        "    b = a + 1",
+        "    c = g(b)",
+        "    d = c - a",
+        "        d += i",
+        "    return d",
+    ]
     assert nodes[-1] == tree.exit
     episode = forward_episode(worked_trace, tree, nodes, actions)
     text = serialize(episode)
@@ -63,8 +77,14 @@ def test_the_grammar_doc_shows_what_the_serializer_writes(worked_trace):
 
     doc = (Path(__file__).resolve().parents[2] / "schemas" / "trajectories.md").read_text(encoding="utf-8")
     tree = build_forward(worked_trace)
-    actions = [Action("step_into"), Action("step_over"), Action("step_over"),
-               Action("breakpoint", "        d += i"), Action("step_return"), Action("continue")]
+    actions = [
+        Action("step_into"),
+        Action("step_over"),
+        Action("step_over"),
+        Action("breakpoint", "        d += i"),
+        Action("step_return"),
+        Action("continue"),
+    ]
     nodes = [0]
     for action in actions:
         nodes.append(A.apply_forward(tree, nodes[-1], action.name, action.target))

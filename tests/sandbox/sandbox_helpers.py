@@ -27,5 +27,6 @@ def wait_for_no_processes(uid: int, timeout: float) -> list[int]:
 
 def proc_status(text: bytes) -> dict[str, str]:
     """/proc/self/status as a dict of stripped values."""
-    return {key: value.strip() for key, value in
-            (line.split(":", 1) for line in text.decode().splitlines() if ":" in line)}
+    return {
+        key: value.strip() for key, value in (line.split(":", 1) for line in text.decode().splitlines() if ":" in line)
+    }

@@ -29,8 +29,18 @@ def test_tag_is_stable_and_follows_every_input(tree):
     second = image.image_tag()
     (tree / "Dockerfile").write_text((tree / "Dockerfile").read_text() + "\n# edited\n")
     third = image.image_tag()
-    assert len({first, second, third, image.image_tag(go_image="golang:1.26-bookworm"),
-                image.image_tag(base_image="python:3.12-slim-bookworm")}) == 5
+    assert (
+        len(
+            {
+                first,
+                second,
+                third,
+                image.image_tag(go_image="golang:1.26-bookworm"),
+                image.image_tag(base_image="python:3.12-slim-bookworm"),
+            }
+        )
+        == 5
+    )
 
 
 def test_context_holds_the_dockerfile_and_tracers_only(tree):

@@ -38,7 +38,8 @@ def test_limits_still_apply(sandbox, tmp_path):
 
 
 def test_the_environment_is_only_what_is_given(sandbox, tmp_path):
-    result = sandbox.run([sys.executable, "-c", "import os; print(sorted(os.environ))"], env={"ONLY": "1"},
-                         cwd=str(tmp_path))
+    result = sandbox.run(
+        [sys.executable, "-c", "import os; print(sorted(os.environ))"], env={"ONLY": "1"}, cwd=str(tmp_path)
+    )
     assert result.ok and b"'ONLY'" in result.stdout_tail and b"HOME" not in result.stdout_tail
     assert os.environ.get("ONLY") is None

@@ -123,13 +123,17 @@ def test_event_budget_truncates_and_keeps_what_was_recorded():
 
 
 def test_time_budget_ends_an_infinite_loop():
-    trace = trace_source("def f():\n    while True:\n        pass\n", "f", "",
-                         budgets=Budgets(max_events=10**9, max_seconds=0.2))
+    trace = trace_source(
+        "def f():\n    while True:\n        pass\n", "f", "", budgets=Budgets(max_events=10**9, max_seconds=0.2)
+    )
     assert (trace["exit"], trace["reason"]) == ("never", "max_seconds")
 
 
 def test_code_that_swallows_the_stop_is_still_never():
-    code = "def f():\n    n = 0\n    while n < 100000:\n        try:\n            n += 1\n        except BaseException:\n            pass\n    return n\n"
+    code = (
+        "def f():\n    n = 0\n    while n < 100000:\n        try:\n            n += 1\n"
+        "        except BaseException:\n            pass\n    return n\n"
+    )
     trace = trace_source(code, "f", "", budgets=Budgets(max_events=30))
     assert trace["exit"] == "never" and trace["truncated"] and len(trace["events"]) == 30
 
@@ -146,11 +150,14 @@ def test_deep_recursion_never_crashes_the_tracer():
     assert trace["exit"] in ("error", "never") and len(trace["events"]) > 100
 
 
-@pytest.mark.parametrize("code, expected", [
-    ("def f():\n    return [x * x for x in range(3)]\n", "[0, 1, 4]"),
-    ("def f():\n    k = 2\n    def add(v):\n        return v + k\n    return list(map(add, [1, 2]))\n", "[3, 4]"),
-    ("class A:\n    def __init__(self):\n        self.v = 1\n\ndef f():\n    return A().v\n", "1"),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("def f():\n    return [x * x for x in range(3)]\n", "[0, 1, 4]"),
+        ("def f():\n    k = 2\n    def add(v):\n        return v + k\n    return list(map(add, [1, 2]))\n", "[3, 4]"),
+        ("class A:\n    def __init__(self):\n        self.v = 1\n\ndef f():\n    return A().v\n", "1"),
+    ],
+)
 def test_comprehensions_closures_and_classes_return_the_right_value(code, expected):
     trace = trace_source(code, "f", "")
     entry_return = [e for e in trace["events"] if e["event"] == "return" and e["depth"] == 0]

@@ -13,7 +13,7 @@ def test_plain_values_match_repr():
 
 
 def test_huge_int_is_estimated_not_formatted():
-    assert safe(10 ** 100_000) == "<int with ~100001 digits>"
+    assert safe(10**100_000) == "<int with ~100001 digits>"
 
 
 def test_huge_str_and_bytes_are_cut_before_formatting():

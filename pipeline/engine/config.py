@@ -1,0 +1,53 @@
+"""A job kind's configuration: that kind's own settings, validated up front, hashed.
+
+The config hash goes into every unit's completion record and the manifest: a re-run with the same hash
+resumes (finished units are skipped); an output holding another config's dataset is refused unless the
+user asks to overwrite it. A kind's config holds only the settings its units use, and its hash covers
+them and the kind's name, so changing another kind's defaults never invalidates its finished units
+(DESIGN.md §10). Fields marked `UNHASHED` say where work happens (caches, scratch), not what it
+computes; where the job runs (workers, Ray address) is not part of a config at all.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, ClassVar
+
+UNHASHED = {"hashed": False}
+
+
+def settings_dict(settings: Any) -> Any:
+    """The hashed content of a settings value: dataclasses as dicts of their hashed fields (recursively),
+    tuples as lists, everything else as it is."""
+    if is_dataclass(settings) and not isinstance(settings, type):
+        return {
+            f.name: settings_dict(getattr(settings, f.name)) for f in fields(settings) if f.metadata.get("hashed", True)
+        }
+    if isinstance(settings, (tuple, list)):
+        return [settings_dict(value) for value in settings]
+    return settings
+
+
+@dataclass(frozen=True)
+class KindConfig:
+    """The base of every kind's config: the Parquet writer's zstd level, which every kind uses."""
+
+    kind: ClassVar[str] = ""
+    zstd_level: int = 3
+
+    def __post_init__(self):
+        if type(self.zstd_level) is not int or not 1 <= self.zstd_level <= 22:
+            raise ValueError(f"zstd_level must be an int in 1..22, got {self.zstd_level!r}")
+
+    @property
+    def seed(self) -> int | None:
+        """The seed of the job's random choices, recorded in the manifest; None for kinds that draw none."""
+        return None
+
+    def as_dict(self) -> dict:
+        """The hashed settings, as the manifest records them."""
+        return settings_dict(self)
+
+    def hash(self) -> str:
+        payload = json.dumps({"kind": self.kind, **self.as_dict()}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]

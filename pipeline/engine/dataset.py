@@ -1,0 +1,158 @@
+"""A dataset directory: per-unit completion records, then `manifest.json`, written last (the commit point).
+
+Layout under the root (a local path or any URI `pyarrow.fs` resolves):
+    {table}/part-{unit:05d}-{seq:04d}.parquet   shards, written by the units
+    _units/{unit:05d}.json                       completion record of a unit (its shards and counters)
+    stats.json                                   per stage in/out/dropped/seconds, per table rows and bytes
+    manifest.json                                the dataset: config, per-table shards and totals, stats
+A unit whose completion record exists for the same config hash and input fingerprint is finished and is
+skipped on re-run.
+"""
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from pipeline.engine.stats import merge_counters
+from pipeline.writers.parquet import ShardInfo, temporary_path
+from schemas import TABLES
+
+MANIFEST = "manifest.json"
+FORMAT = "tracegen-dataset/1"
+
+
+def open_root(uri: str) -> tuple[pafs.FileSystem, str]:
+    """Resolve a local path or URI to (filesystem, root path); local paths are made absolute."""
+    if "://" not in uri:
+        import os
+
+        uri = os.path.abspath(uri)
+    fs, root = pafs.FileSystem.from_uri(uri)
+    return fs, root.rstrip("/")
+
+
+@dataclass
+class UnitRecord:
+    """The completion record of one unit of work."""
+
+    unit: int
+    unit_id: str
+    config_hash: str
+    shards: dict[str, list[ShardInfo]] = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)
+    fingerprint: str = ""
+
+    def to_json(self) -> str:
+        shards = {table: [info.as_dict() for info in infos] for table, infos in self.shards.items()}
+        return json.dumps(
+            {
+                "unit": self.unit,
+                "unit_id": self.unit_id,
+                "config_hash": self.config_hash,
+                "fingerprint": self.fingerprint,
+                "shards": shards,
+                "counters": self.counters,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "UnitRecord":
+        data = json.loads(text)
+        shards = {table: [ShardInfo(**info) for info in infos] for table, infos in data["shards"].items()}
+        return cls(
+            data["unit"], data["unit_id"], data["config_hash"], shards, data["counters"], data.get("fingerprint", "")
+        )
+
+
+def unit_record_path(root: str, unit: int) -> str:
+    return f"{root}/_units/{unit:05d}.json"
+
+
+def write_text(fs: pafs.FileSystem, path: str, text: str) -> None:
+    """Write a small file under a temporary name and rename it into place."""
+    temporary = temporary_path(path)
+    with fs.open_output_stream(temporary) as sink:
+        sink.write(text.encode())
+    fs.move(temporary, path)
+
+
+def read_text(fs: pafs.FileSystem, path: str) -> str | None:
+    try:
+        with fs.open_input_stream(path) as source:
+            return source.read().decode()
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def write_unit_record(fs: pafs.FileSystem, root: str, record: UnitRecord) -> None:
+    fs.create_dir(f"{root}/_units", recursive=True)
+    write_text(fs, unit_record_path(root, record.unit), record.to_json())
+
+
+def finished_unit(fs: pafs.FileSystem, root: str, unit: int, config_hash: str) -> UnitRecord | None:
+    """The unit's completion record if it finished under the same config, else None."""
+    text = read_text(fs, unit_record_path(root, unit))
+    if text is None:
+        return None
+    record = UnitRecord.from_json(text)
+    return record if record.config_hash == config_hash else None
+
+
+def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
+    text = read_text(fs, f"{root}/{MANIFEST}")
+    return None if text is None else json.loads(text)
+
+
+def write_manifest(
+    fs: pafs.FileSystem,
+    root: str,
+    records: list[UnitRecord],
+    *,
+    kind: str,
+    config: dict,
+    config_hash: str,
+    seed: int | None,
+    code_version: str,
+    failed_units: dict[str, str] | None = None,
+) -> dict:
+    """Assemble the manifest from the units' completion records; write `stats.json`, then the manifest last.
+
+    Units that failed are listed (`failed_units`) and contribute nothing; a re-run completes them.
+    """
+    tables = {}
+    for name, module in TABLES.items():
+        shards = sorted(
+            (info for record in records for info in record.shards.get(name, [])), key=lambda info: info.path
+        )
+        tables[name] = {
+            "schema_version": module.VERSION,
+            "shards": [info.as_dict() for info in shards],
+            "rows": sum(info.rows for info in shards),
+            "bytes": sum(info.bytes for info in shards),
+        }
+    manifest = {
+        "format": FORMAT,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "code_version": code_version,
+        "kind": kind,
+        "config_hash": config_hash,
+        "config": config,
+        "seed": seed,
+        "units": len(records),
+        "failed_units": dict(sorted((failed_units or {}).items())),
+        "tables": tables,
+        "stats": merge_counters([record.counters for record in records]),
+    }
+    stats = {
+        "stages": manifest["stats"],
+        "failed_units": manifest["failed_units"],
+        "tables": {
+            name: {"rows": t["rows"], "bytes": t["bytes"], "shards": len(t["shards"])} for name, t in tables.items()
+        },
+    }
+    write_text(fs, f"{root}/stats.json", json.dumps(stats, indent=2, sort_keys=True))
+    write_text(fs, f"{root}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True))
+    return manifest

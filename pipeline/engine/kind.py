@@ -1,0 +1,53 @@
+"""The contract every job kind fulfils (pipeline/kinds/); `pipeline.engine.job` runs any kind the same way.
+
+A kind is a small class: its config type (only the settings its units use), its command-line options,
+a preflight check of the machine, the plan of its units, and `produce`, which turns one unit's payload
+into rows. Kinds are listed explicitly in `pipeline.kinds.KINDS`; the CLI and `jobs/` loop over that list.
+"""
+
+import argparse
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pipeline.engine.config import KindConfig
+from pipeline.engine.executor import Unit
+from pipeline.engine.stats import StageOutput
+
+C = TypeVar("C", bound=KindConfig)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """What the progress line counts per second: `counter` of stage `stage` in each finished unit."""
+
+    stage: str
+    counter: str
+    label: str
+
+
+class JobKind(ABC, Generic[C]):
+    """One kind of job: a command (`tracegen COMMAND`, `jobs/COMMAND.py` with `-` as `_`) and its units."""
+
+    command: ClassVar[str]
+    help: ClassVar[str]
+    throughput: ClassVar[Throughput]
+
+    @abstractmethod
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The kind's own options: its input and its settings (the run options are the CLI's)."""
+
+    @abstractmethod
+    def configure(self, args: argparse.Namespace) -> tuple[str, C]:
+        """(the input, the config) from parsed options; a ValueError names a bad value and its fix."""
+
+    def preflight(self, config: C) -> None:
+        """Check the machine (sandbox, toolchains) before Ray starts; a SetupError names what is missing."""
+
+    @abstractmethod
+    def units(self, source: str, config: C) -> list[Unit]:
+        """The job's units, in a deterministic order (runs on the driver; may run Ray tasks)."""
+
+    @abstractmethod
+    def produce(self, payload: Any, unit_id: str, config: C) -> StageOutput:
+        """One unit's rows per table and its stage counters (runs in a Ray task)."""

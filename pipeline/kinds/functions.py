@@ -1,0 +1,177 @@
+"""The function-tracing kind: JSONL records → dedup → chunks → (trace, sample trajectories) per Ray task."""
+
+import argparse
+import functools
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pipeline.engine.config import KindConfig
+from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.orchestrate import map_tasks
+from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.kinds.options import add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.sources.functions import FunctionRecord, read_function_records
+from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
+from pipeline.stages.trace_functions import TraceSettings, trace_functions
+from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
+
+DEDUP_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A unit's payload: consecutive records; unit 0 also carries what the driver dropped before tracing
+    (unreadable lines, near-duplicates) and the counters of those driver-side stages."""
+
+    records: list[FunctionRecord]
+    read_failures: list[dict]
+    duplicates: list[dict]
+    counters: dict[str, StageCounters]
+
+
+def find_duplicates(
+    records: list[FunctionRecord], settings: DedupSettings
+) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
+    """Kept records and `duplicates` rows: signatures in Ray tasks, resolution here in record order."""
+    counters = StageCounters("dedup")
+    counters.n_in = len(records)
+    if not settings.enabled or not records:
+        counters.n_out = len(records)
+        return records, [], counters
+    with counters.timed():
+        batches = [
+            [(r.code, r.entry, r.input) for r in records[start : start + DEDUP_BATCH]]
+            for start in range(0, len(records), DEDUP_BATCH)
+        ]
+        sigs = [sig for batch in map_tasks(functools.partial(signatures, settings=settings), batches) for sig in batch]
+        duplicates = resolve_duplicates(sigs, settings)
+    rows = [
+        {
+            "unit_id": "",
+            "source_id": records[position].id,
+            "duplicate_of": records[kept].id,
+            "similarity": float(similarity),
+            "input_ref": records[position].input_ref,
+        }
+        for position, (kept, similarity) in sorted(duplicates.items())
+    ]
+    kept = [record for position, record in enumerate(records) if position not in duplicates]
+    counters.n_out = len(kept)
+    if rows:
+        counters.drop("near_duplicate", len(rows))
+    return kept, rows, counters
+
+
+def chunk_units(
+    records: list[FunctionRecord],
+    read_failures: list[dict],
+    duplicates: list[dict],
+    counters: dict[str, StageCounters],
+    chunk_size: int,
+) -> list[Unit]:
+    """Consecutive records in file order, `chunk_size` a unit; unit 0 carries the driver's drops."""
+    chunks = [records[start : start + chunk_size] for start in range(0, len(records), chunk_size)] or [[]]
+    units = []
+    for index, chunk in enumerate(chunks):
+        unit_id = f"functions-{index:05d}"
+        if index == 0:
+            payload = Chunk(
+                chunk,
+                [dict(row, unit_id=unit_id) for row in read_failures],
+                [dict(row, unit_id=unit_id) for row in duplicates],
+                counters,
+            )
+        else:
+            payload = Chunk(chunk, [], [], {})
+        units.append(
+            Unit(
+                index,
+                unit_id,
+                payload,
+                fingerprint(
+                    [(r.id, r.code, r.input, r.entry) for r in payload.records],
+                    [(row["input_ref"], row["message"]) for row in payload.read_failures],
+                    [(row["source_id"], row["duplicate_of"]) for row in payload.duplicates],
+                ),
+            )
+        )
+    return units
+
+
+@dataclass(frozen=True)
+class FunctionsConfig(KindConfig):
+    """What a function-tracing job computes: the sandbox, the chunking, the tracer's budgets, the
+    trajectory sampling and the dedup parameters."""
+
+    kind: ClassVar[str] = "functions"
+    sandbox: str = "bwrap"
+    chunk_size: int = 16
+    trace: TraceSettings = field(default_factory=TraceSettings)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    dedup: DedupSettings = field(default_factory=DedupSettings)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sandbox not in BACKENDS:
+            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
+        if type(self.chunk_size) is not int or self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be a positive int, got {self.chunk_size!r}")
+
+    @property
+    def seed(self) -> int:
+        return self.sampling.seed
+
+
+class FunctionsKind(JobKind[FunctionsConfig]):
+    command = "trace-functions"
+    help = "trace JSONL function records"
+    throughput = Throughput("trace", "events", "events")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--input", required=True, help="JSONL file of {id, code, input, entry?}")
+        add_sandbox_argument(parser)
+        parser.add_argument(
+            "--chunk-size", type=int, default=FunctionsConfig.chunk_size, help="records per unit (one Ray task)"
+        )
+        parser.add_argument("--max-events", type=int, default=TraceSettings.max_events, help="events per trace")
+        parser.add_argument(
+            "--max-seconds", type=float, default=TraceSettings.max_seconds, help="the tracer's time budget per record"
+        )
+        parser.add_argument(
+            "--record-timeout",
+            type=float,
+            default=TraceSettings.record_timeout_s,
+            help="wall-clock kill per record (above --max-seconds)",
+        )
+        add_sampling_arguments(parser)
+
+    def configure(self, args: argparse.Namespace) -> tuple[str, FunctionsConfig]:
+        trace = TraceSettings(
+            max_events=args.max_events, max_seconds=args.max_seconds, record_timeout_s=args.record_timeout
+        )
+        return args.input, FunctionsConfig(
+            sandbox=args.sandbox, chunk_size=args.chunk_size, trace=trace, sampling=sampling_from(args)
+        )
+
+    def preflight(self, config: FunctionsConfig) -> None:
+        check_sandbox(config.sandbox)
+
+    def units(self, source: str, config: FunctionsConfig) -> list[Unit]:
+        records, read_failures = read_function_records(source)
+        read = StageCounters("read")
+        read.n_in, read.n_out = len(records) + len(read_failures), len(records)
+        for row in read_failures:
+            read.drop(row["error_type"])
+        records, duplicates, dedup = find_duplicates(records, config.dedup)
+        return chunk_units(records, read_failures, duplicates, {"read": read, "dedup": dedup}, config.chunk_size)
+
+    def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig) -> StageOutput:
+        """Trace one chunk in the sandbox, then sample trajectories from its traces."""
+        traced = trace_functions(payload.records, make_sandbox(config.sandbox), config.trace, unit_id)
+        sampled = sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)
+        dropped = StageOutput(
+            {"failures": payload.read_failures, "duplicates": payload.duplicates}, dict(payload.counters)
+        )
+        return dropped + traced + sampled

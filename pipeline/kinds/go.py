@@ -1,0 +1,118 @@
+"""The Go tracing kind: a directory of Go programs → one Ray task per program → go_runs, go_traces,
+go_next_event and failures.
+
+Units are the entries of `discover_programs`, in sorted program-id order (so unit indices, shard
+names and the output are deterministic); a directory that is not a program is its own unit and yields
+only a failure row. Before any task starts, the driver builds the harness (a clear error if Go is
+missing); each worker builds it too when its machine lacks it (pipeline/stages/go/build.py).
+"""
+
+import argparse
+import functools
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pipeline.engine.config import KindConfig
+from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.failures import failure_row
+from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.kinds.options import add_sandbox_argument
+from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.sources.go import GoProgram, NotAProgram, directory_digest, discover_programs
+from pipeline.stages.go import build as go_build
+from pipeline.stages.go.next_event import next_event_rows
+from pipeline.stages.go.runs import GoSettings, GoTools, trace_program
+
+
+@dataclass(frozen=True)
+class GoConfig(KindConfig):
+    """What a Go tracing job computes: the sandbox and the Go settings (runs, timeouts, limits, race)."""
+
+    kind: ClassVar[str] = "go"
+    sandbox: str = "bwrap"
+    go: GoSettings = field(default_factory=GoSettings)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sandbox not in BACKENDS:
+            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
+
+
+@functools.lru_cache(maxsize=4)
+def go_tools(settings: GoSettings) -> GoTools:
+    """The toolchain and harness, resolved (and the harness built) once per process and settings."""
+    return GoTools.resolve(settings)
+
+
+def program_units(programs_dir: str) -> list[Unit]:
+    """One unit per discovered entry, in program-id order; unit ids are `go:<program id>`."""
+    return [
+        Unit(index, f"go:{entry.program_id}", entry, fingerprint(entry.program_id, directory_digest(entry.path)))
+        for index, entry in enumerate(discover_programs(programs_dir))
+    ]
+
+
+def not_a_program(entry: NotAProgram, unit_id: str) -> StageOutput:
+    """The one failure row of a directory that is not a Go program."""
+    read = StageCounters("read")
+    read.n_in = 1
+    read.drop("NotAGoProgram")
+    failure = failure_row(
+        unit_id, entry.program_id, "read", "NotAGoProgram", f"{entry.path!r} {entry.reason}", entry.path
+    )
+    return StageOutput({"failures": [failure]}, {"read": read})
+
+
+class GoKind(JobKind[GoConfig]):
+    command = "trace-go"
+    help = "run Go programs N times under runtime/trace"
+    throughput = Throughput("go_runs", "events", "events")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")
+        parser.add_argument("--runs", type=int, default=GoSettings.runs, help="runs per program")
+        parser.add_argument("--timeout", type=float, default=GoSettings.timeout_s, help="seconds per run")
+        parser.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
+        parser.add_argument("--race", action="store_true", help="build with the race detector")
+        parser.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
+        add_sandbox_argument(parser)
+
+    def configure(self, args: argparse.Namespace) -> tuple[str, GoConfig]:
+        try:
+            gomaxprocs = tuple(int(value) for value in args.gomaxprocs.split(",") if value.strip())
+        except ValueError:
+            raise ValueError(f"--gomaxprocs {args.gomaxprocs!r} is not a comma list of integers, e.g. 1,2,4") from None
+        settings = GoSettings(
+            runs=args.runs, timeout_s=args.timeout, race=args.race, max_events=args.max_events, gomaxprocs=gomaxprocs
+        )
+        return args.programs, GoConfig(sandbox=args.sandbox, go=settings)
+
+    def preflight(self, config: GoConfig) -> None:
+        """The sandbox, then Go: the toolchain found and the harness built, once, before any task starts."""
+        check_sandbox(config.sandbox)
+        go_tools(config.go)
+
+    def units(self, source: str, config: GoConfig) -> list[Unit]:
+        units = program_units(source)
+        if not units:
+            raise ValueError(
+                f"--programs {source!r} holds no subdirectory; put each Go program in its own subdirectory"
+            )
+        # On one machine this builds each shared warm cache once instead of in every waiting worker.
+        tools = go_tools(config.go)
+        for mode in sorted({unit.payload.mode for unit in units if isinstance(unit.payload, GoProgram)}):
+            go_build.ensure_warm_cache(
+                mode, config.go.race, config.go.warm_imports, config.go.cache_dir, tools.toolchain
+            )
+        return units
+
+    def produce(self, payload: GoProgram | NotAProgram, unit_id: str, config: GoConfig) -> StageOutput:
+        """Trace the program N times and compute its next-event distributions."""
+        if isinstance(payload, NotAProgram):
+            return not_a_program(payload, unit_id)
+        settings = config.go
+        traced = trace_program(
+            payload, settings, make_sandbox(config.sandbox, settings.limits()), unit_id, go_tools(settings)
+        )
+        return traced + next_event_rows(payload.program_id, traced.rows("go_runs"), settings.min_prefix_runs)

@@ -1,0 +1,131 @@
+"""The Go re-derivation kind: a Go dataset's `go_runs` events re-derived from its stored raw traces by the
+current harness (a newer event mapping, another event cap), and their distributions recomputed, without
+re-running any program.
+
+One unit per unit of the source dataset (one Go program each): its `go_runs` and `go_traces` shards, found
+through the source manifest by their unit number. The output holds `go_runs`, `go_next_event` and the raw
+`go_traces` again (so it can itself be re-derived); a program whose stored traces do not re-parse is a
+failures row of its own.
+"""
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyarrow.parquet as pq
+
+from pipeline.engine.config import KindConfig
+from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.failures import failure_row
+from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.stages.go import build as go_build
+from pipeline.stages.go.next_event import next_event_rows
+from pipeline.stages.go.rederive import rederive_runs
+
+SHARD_UNIT = re.compile(r"part-(\d+)-\d+\.parquet$")
+
+
+@dataclass(frozen=True)
+class RederiveConfig(KindConfig):
+    """max_events: the event cap to re-parse with (0 = each trace's stored cap); min_prefix_runs: as in the
+    Go job, for the exact-prefix distribution rows."""
+
+    kind: ClassVar[str] = "rederive-go"
+    max_events: int = 0
+    min_prefix_runs: int = 2
+
+    def __post_init__(self):
+        super().__post_init__()
+        if type(self.max_events) is not int or self.max_events < 0:
+            raise ValueError(f"--max-events must be >= 0 (0 keeps each trace's cap), got {self.max_events!r}")
+        if type(self.min_prefix_runs) is not int or self.min_prefix_runs < 1:
+            raise ValueError(f"min_prefix_runs must be a positive int, got {self.min_prefix_runs!r}")
+
+
+@dataclass(frozen=True)
+class ProgramShards:
+    """A unit's payload: the source dataset and the shards of one of its units."""
+
+    source: str
+    runs: tuple[str, ...]
+    traces: tuple[str, ...]
+
+
+def _read_rows(source: str, paths: tuple[str, ...]) -> list[dict]:
+    fs, root = open_root(source)
+    rows: list[dict] = []
+    for path in paths:
+        with fs.open_input_file(f"{root}/{path}") as handle:
+            rows.extend(pq.read_table(handle).to_pylist())
+    return rows
+
+
+class RederiveKind(JobKind[RederiveConfig]):
+    command = "rederive-go"
+    help = "re-derive Go events and distributions from a Go dataset's stored raw traces"
+    throughput = Throughput("go_runs", "events", "events")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--data", required=True, help="a Go dataset (the --out of trace-go)")
+        parser.add_argument("--max-events", type=int, default=0, help="event cap per run (0: the stored cap)")
+
+    def configure(self, args: argparse.Namespace) -> tuple[str, RederiveConfig]:
+        return args.data, RederiveConfig(max_events=args.max_events)
+
+    def preflight(self, config: RederiveConfig) -> None:
+        go_build.ensure_harness()
+
+    def units(self, source: str, config: RederiveConfig) -> list[Unit]:
+        fs, root = open_root(source)
+        manifest = read_manifest(fs, root)
+        if manifest is None or manifest.get("kind") != "go":
+            raise ValueError(
+                f"--data {source!r} holds no Go dataset (a manifest.json of kind go); point it at the --out of trace-go"
+            )
+        by_unit: dict[int, dict[str, list[dict]]] = {}
+        for table in ("go_runs", "go_traces"):
+            for shard in manifest["tables"][table]["shards"]:
+                match = SHARD_UNIT.search(shard["path"])
+                if match is None:
+                    raise ValueError(f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet")
+                by_unit.setdefault(int(match.group(1)), {"go_runs": [], "go_traces": []})[table].append(shard)
+        units = []
+        for index, (unit, shards) in enumerate(sorted(by_unit.items())):
+            payload = ProgramShards(
+                source, tuple(s["path"] for s in shards["go_runs"]), tuple(s["path"] for s in shards["go_traces"])
+            )
+            digest = fingerprint([s["sha256"] for s in shards["go_runs"] + shards["go_traces"]])
+            units.append(Unit(index, f"rederive-{unit:05d}", payload, digest))
+        return units
+
+    def produce(self, payload: ProgramShards, unit_id: str, config: RederiveConfig) -> StageOutput:
+        runs, traces = _read_rows(payload.source, payload.runs), _read_rows(payload.source, payload.traces)
+        counters = StageCounters("go_runs")
+        counters.n_in = len(runs)
+        output = StageOutput({"go_runs": [], "go_traces": traces, "failures": []}, {"go_runs": counters})
+        for program in sorted({row["program_id"] for row in runs}):
+            mine = [row for row in runs if row["program_id"] == program]
+            stored = [row for row in traces if row["program_id"] == program]
+            with counters.timed():
+                try:
+                    rows = rederive_runs(mine, stored, max_events=config.max_events or None)
+                except (ValueError, OSError) as error:
+                    counters.drop("RederiveFailed")
+                    output.tables["failures"].append(
+                        failure_row(
+                            unit_id,
+                            program,
+                            "parse",
+                            "RederiveFailed",
+                            f"Go program {program!r}: its stored traces do not re-derive ({error})",
+                            f"{payload.source}:{program}",
+                        )
+                    )
+                    continue
+            counters.n_out += len(rows)
+            counters.events += sum(row["n_events"] for row in rows)
+            output = output + StageOutput({"go_runs": rows}) + next_event_rows(program, rows, config.min_prefix_runs)
+        return output

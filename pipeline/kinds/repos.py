@@ -1,0 +1,128 @@
+"""The repository-tracing kind: a TOML manifest → one unit (one Ray task) per `[[repo]]`.
+
+Each unit clones (or fetches) its repository into the machine's git cache, resolves the ref to a
+commit SHA, installs, traces and cuts (`pipeline.stages.repos.trace`), then samples trajectories from
+the new traces. Refs are resolved *inside* the task, on the machine that checks the commit out: the
+driver needs no network or disk for repositories, and a clone or ref failure is that unit's failures
+row like any other. The commit is recorded in every row; a re-run resumes by unit (manifest position).
+
+The git cache and the pip download cache live under `cache_dir` (default `$TRACEGEN_CACHE`, else
+`~/.cache/tracegen`), shared by the tasks of one machine; per-run venvs and scratch dirs go under
+`work_dir` (default: the system temp dir) and are deleted after each repository. Neither is hashed:
+they say where the work happens, not what it computes.
+"""
+
+import argparse
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pipeline.engine.config import UNHASHED, KindConfig
+from pipeline.engine.errors import SetupError
+from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.stats import StageOutput
+from pipeline.kinds.options import add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.sources.git_cache import GitCache
+from pipeline.sources.repos import RepoSpec, read_repo_manifest
+from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.stages.repos.trace import trace_repo
+from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
+
+
+def default_cache_dir() -> str:
+    return os.environ.get("TRACEGEN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracegen")
+
+
+@dataclass(frozen=True)
+class ReposConfig(KindConfig):
+    """What a repository-tracing job computes (the sandbox, entry budgets, sampling) and where its caches
+    live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
+
+    kind: ClassVar[str] = "repos"
+    sandbox: str = "bwrap"
+    trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    cache_dir: str = field(default="", metadata=UNHASHED)
+    work_dir: str = field(default="", metadata=UNHASHED)
+    pip_cache_dir: str = field(default="", metadata=UNHASHED)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sandbox not in BACKENDS:
+            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
+
+    @property
+    def seed(self) -> int:
+        return self.sampling.seed
+
+    def caches(self) -> tuple[str, str]:
+        """(the git and pip cache root, pip's download cache), absolute."""
+        root = os.path.abspath(self.cache_dir or default_cache_dir())
+        return root, self.pip_cache_dir or os.path.join(root, "pip")
+
+
+def repo_units(specs: list[RepoSpec]) -> list[Unit]:
+    """One unit per manifest entry, in manifest order."""
+    return [
+        Unit(index, f"repo-{index:05d}-{spec.name}", spec, fingerprint(repr(spec))) for index, spec in enumerate(specs)
+    ]
+
+
+class ReposKind(JobKind[ReposConfig]):
+    command = "trace-repos"
+    help = "trace repositories' test suites (TOML manifest)"
+    throughput = Throughput("trace", "events", "events")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")
+        add_sandbox_argument(parser)
+        parser.add_argument(
+            "--max-events", type=int, default=RepoTraceSettings.max_events, help="events per entry trace"
+        )
+        parser.add_argument(
+            "--cache-dir",
+            default="",
+            help="git mirrors and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)",
+        )
+        add_sampling_arguments(parser)
+
+    def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
+        return args.manifest, ReposConfig(
+            sandbox=args.sandbox,
+            trace=RepoTraceSettings(max_events=args.max_events),
+            sampling=sampling_from(args),
+            cache_dir=args.cache_dir,
+        )
+
+    def preflight(self, config: ReposConfig) -> None:
+        check_sandbox(config.sandbox)
+        if shutil.which("git") is None:
+            raise SetupError("trace-repos needs git to clone repositories: install it (apt-get install git)")
+        root, _ = config.caches()
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as error:
+            raise ValueError(f"--cache-dir {root!r} cannot be created ({error}); choose another") from error
+
+    def units(self, source: str, config: ReposConfig) -> list[Unit]:
+        """A bad manifest is a ValueError before anything runs, naming the file, line and key."""
+        return repo_units(read_repo_manifest(source))
+
+    def produce(self, payload: RepoSpec, unit_id: str, config: ReposConfig) -> StageOutput:
+        """Trace one repository, then sample trajectories from its traces. What the repository does wrong is
+        a failures row; what is wrong with this machine (no sandbox, an unwritable cache) raises, so the
+        unit stays unfinished and a re-run retries it."""
+        root, pip_cache = config.caches()
+        traced = trace_repo(
+            payload,
+            make_sandbox(config.sandbox),
+            GitCache(os.path.join(root, "git")),
+            config.trace,
+            unit_id,
+            work_root=config.work_dir or None,
+            pip_cache=pip_cache,
+        )
+        return traced + sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)

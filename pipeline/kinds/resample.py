@@ -1,0 +1,73 @@
+"""The re-sampling kind: trajectories drawn again from a stored dataset's traces, without re-tracing (new
+augmentation epochs, another policy).
+
+One unit per `traces` shard of the source dataset's manifest; each writes `trajectories` (and `failures`
+for traces that cannot be walked) into the output dataset. A unit's fingerprint is its shard's sha256, so
+re-sampling an edited source dataset re-runs exactly the shards that changed.
+"""
+
+import argparse
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pyarrow.parquet as pq
+
+from pipeline.engine.config import KindConfig
+from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.stats import StageOutput
+from pipeline.kinds.options import add_sampling_arguments, sampling_from
+from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
+
+
+@dataclass(frozen=True)
+class ResampleConfig(KindConfig):
+    """How trajectories are sampled (the traces are the input, identified by their shards' hashes)."""
+
+    kind: ClassVar[str] = "resample"
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+
+    @property
+    def seed(self) -> int:
+        return self.sampling.seed
+
+
+@dataclass(frozen=True)
+class TracesShard:
+    """A unit's payload: one traces shard of the source dataset."""
+
+    source: str
+    path: str
+
+
+class ResampleKind(JobKind[ResampleConfig]):
+    command = "trajectories"
+    help = "re-sample trajectories from stored traces"
+    throughput = Throughput("trajectories", "out", "trajectories")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--traces", required=True, help="a dataset (the --out of a tracing job)")
+        add_sampling_arguments(parser)
+
+    def configure(self, args: argparse.Namespace) -> tuple[str, ResampleConfig]:
+        return args.traces, ResampleConfig(sampling=sampling_from(args))
+
+    def units(self, source: str, config: ResampleConfig) -> list[Unit]:
+        fs, root = open_root(source)
+        manifest = read_manifest(fs, root)
+        if manifest is None:
+            raise ValueError(
+                f"--traces {source!r} holds no dataset (no manifest.json); point it at the --out of a tracing job"
+            )
+        shards = manifest["tables"]["traces"]["shards"]
+        return [
+            Unit(index, f"resample-{index:05d}", TracesShard(source, shard["path"]), fingerprint(shard["sha256"]))
+            for index, shard in enumerate(shards)
+        ]
+
+    def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig) -> StageOutput:
+        fs, root = open_root(payload.source)
+        with fs.open_input_file(f"{root}/{payload.path}") as source:
+            rows = pq.read_table(source).to_pylist()
+        return sample_trajectories_stage(rows, config.sampling, unit_id)

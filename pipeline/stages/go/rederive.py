@@ -1,0 +1,104 @@
+"""Re-derive `go_runs` events from the raw traces stored in `go_traces`, without re-running the programs.
+
+`go_harness parse` runs on the host (the harness is ours, the trace is data): a newer event mapping or
+another event cap applies to an existing dataset (`tracegen rederive-go`).
+"""
+
+import hashlib
+import subprocess
+import tempfile
+
+import zstandard
+
+from pipeline.stages.go import build as go_build
+from pipeline.stages.go.harness_output import canonical_ids, parse_trace_output, renumber, run_gpaths
+from pipeline.stages.go.runs import is_complete
+
+
+def parse_stored_trace(trace: dict, harness: str, *, max_events: int | None = None, timeout_s: float = 300.0) -> dict:
+    """Re-parse one go_traces row with `go_harness parse` (on the host: the harness is ours, the trace
+    is data). `max_events` overrides the stored cap."""
+    data = zstandard.ZstdDecompressor().decompress(trace["trace_zstd"], max_output_size=trace["trace_bytes"])
+    if hashlib.sha256(data).hexdigest() != trace["trace_sha256"]:
+        raise ValueError(f"{trace['program_id']} run {trace['run_index']}: the stored trace does not match its sha256")
+    cap = max_events or trace["max_events"]
+    with tempfile.NamedTemporaryFile(suffix=".trace") as handle:
+        handle.write(data)
+        handle.flush()
+        done = subprocess.run(
+            [
+                harness,
+                "parse",
+                "-trace",
+                handle.name,
+                "-max-events",
+                str(cap),
+                "-mode",
+                trace["mode"],
+                "-file-prefix",
+                trace["file_prefix"],
+            ],
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise ValueError(f"go_harness parse failed: {done.stderr.decode('utf-8', 'replace')[-500:]}")
+    return parse_trace_output(done.stdout, cap)
+
+
+def rederive_runs(
+    run_rows: list[dict], trace_rows: list[dict], harness: str | None = None, max_events: int | None = None
+) -> list[dict]:
+    """One program's go_runs rows with events (and goroutine summaries, truncation, trace error)
+    re-derived from its stored raw traces by the current harness; rows without a stored trace keep
+    their events, renumbered with the new program-wide ids. With an unchanged harness and cap the
+    result equals the stored rows.
+
+    Truncated runs keep their stored goroutine summaries: `go_harness run` stops reading a trace at the
+    cap (final states are where reading stopped, goroutines created later are not listed) while
+    `go_harness parse` reads to the end."""
+    harness = harness or go_build.ensure_harness()[0]
+    parsed = {trace["run_index"]: parse_stored_trace(trace, harness, max_events=max_events) for trace in trace_rows}
+    summaries = {}
+    gpaths = set()
+    for row in run_rows:
+        source = parsed.get(row["run_index"])
+        if source is None:
+            gpaths |= run_gpaths(row)
+            continue
+        summaries[row["run_index"]] = row["goroutines"] if source["truncated"] else None
+        gpaths |= {e["gpath"] for e in source["events"]}
+        gpaths |= {g["gpath"] for g in summaries[row["run_index"]] or source["goroutines"]}
+    ids = canonical_ids(gpaths)
+    rows = []
+    for row in run_rows:
+        source = parsed.get(row["run_index"])
+        if source is None:
+            # Already program-canonical: old ids map to paths, paths to the new ids.
+            events, goroutines = renumber(row["events"], row["goroutines"], ids)
+            rows.append({**row, "events": events, "goroutines": goroutines})
+            continue
+        events, goroutines = renumber(source["events"], source["goroutines"], ids)
+        if summaries[row["run_index"]] is not None:
+            goroutines = renumber([], summaries[row["run_index"]], ids)[1]
+        updated = {
+            **row,
+            "events": events,
+            "goroutines": goroutines,
+            "n_events": len(events),
+            "truncated": source["truncated"],
+            "trace_error": source["trace_error"] or None,
+        }
+        updated["complete"] = is_complete(
+            {
+                **row,
+                "truncated": updated["truncated"],
+                "trace_error": source["trace_error"],
+                "trace_file": "stored",
+                "stderr_tail": row["stderr_tail"] or "",
+                "stdout_tail": row["stdout_tail"] or "",
+            }
+        )
+        rows.append(updated)
+    return rows

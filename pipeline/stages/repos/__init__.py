@@ -1,0 +1,1 @@
+"""Repository tracing: clone, install, run the suite under the tracer, cut entries."""

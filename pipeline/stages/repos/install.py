@@ -1,0 +1,111 @@
+"""Install a repository in the sandbox (network on): a fresh venv, the worktree read-only, a copy to build in."""
+
+import os
+import shutil
+import stat
+
+from pipeline.sandbox import Bind, SandboxLimits
+from pipeline.sandbox.tracers import tracers_bind
+from pipeline.stages.repos.requests import base_env, last_lines, read_json, write_request
+
+
+def is_package(worktree: str) -> bool:
+    return any(os.path.isfile(os.path.join(worktree, name)) for name in ("pyproject.toml", "setup.py", "setup.cfg"))
+
+
+def open_up(path: str) -> None:
+    """Let whichever uid the next sandbox runs as write `path` (a shared cache, a copy to build in)."""
+    os.chmod(path, 0o777)
+    for parent, dirs, files in os.walk(path):
+        for name in dirs + files:
+            try:
+                full = os.path.join(parent, name)
+                mode = os.lstat(full).st_mode
+                if not stat.S_ISLNK(mode):
+                    os.chmod(full, mode | 0o666 | (0o111 if stat.S_ISDIR(mode) else 0))
+            except OSError:
+                pass
+
+
+def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> str | None:
+    counter.n_in = 1
+    with counter.timed():
+        env_dir = os.path.join(run_dir, "env")
+        os.makedirs(env_dir)
+        src = None
+        if spec.install is not None or is_package(worktree):
+            src = os.path.join(env_dir, "src")  # builds write into the source tree: give them a copy
+            shutil.copytree(worktree, src, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+            open_up(src)
+        request = {
+            "venv": os.path.join(env_dir, "venv"),
+            "src": src or worktree,
+            "commands": list(spec.install) if spec.install is not None else None,
+            "pip_cache": pip_cache,
+            "result": os.path.join(env_dir, "install.json"),
+        }
+        binds = [tracers_bind(), Bind(worktree), Bind(os.path.join(run_dir, "control")), Bind(env_dir, writable=True)]
+        if pip_cache:
+            os.makedirs(pip_cache, exist_ok=True)
+            binds.append(Bind(pip_cache, writable=True))
+        path = write_request(run_dir, "install.json", request)
+        limits = SandboxLimits(
+            wall_s=spec.install_timeout_s,
+            memory_bytes=max(sandbox.limits.memory_bytes, 4 << 30),
+            cpu_s=int(spec.install_timeout_s) + 1,
+            nproc=max(sandbox.limits.nproc, 256),
+            file_bytes=max(sandbox.limits.file_bytes, 2 << 30),
+        )
+        outcome = sandbox.run(
+            [sandbox.python, "-s", "-B", "-m", "tracers.repo_runner", "install", path],
+            binds=binds,
+            env=base_env(),
+            cwd=request["src"],
+            network=True,
+            limits=limits,
+        )
+        if pip_cache:
+            open_up(pip_cache)
+        report = read_json(request["result"], 1 << 20)
+    if report is not None and report.get("ok") is True:
+        counter.n_out = 1
+        return env_dir
+    stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
+    if outcome.cause is not None and "wall-clock" in outcome.cause:
+        counter.drop("InstallTimeout")
+        fail(
+            "install",
+            "InstallTimeout",
+            f"repository {spec.name!r}: the install ran past install_timeout_s="
+            f"{spec.install_timeout_s:g}; raise it in the manifest or slim `install`",
+            stderr,
+        )
+        return None
+    step = failed_step(report)
+    if step is None:
+        counter.drop("InstallFailed")
+        fail(
+            "install",
+            "InstallFailed",
+            f"repository {spec.name!r}: the install sandbox failed ({outcome.describe()})",
+            stderr,
+        )
+        return None
+    counter.drop("InstallFailed")
+    output = str(step.get("output", ""))
+    fail(
+        "install",
+        "InstallFailed",
+        f"repository {spec.name!r}: install step `{str(step.get('command'))[:300]}` "
+        f"exited with {step.get('returncode')}: {last_lines(output, 4)}; fix the "
+        f"repository's requirements or set `install` in the manifest",
+        output[-4000:],
+    )
+    return None
+
+
+def failed_step(report) -> dict | None:
+    if not isinstance(report, dict) or not isinstance(report.get("steps"), list):
+        return None
+    failed = [step for step in report["steps"] if isinstance(step, dict) and step.get("returncode") != 0]
+    return failed[-1] if failed else None

@@ -1,0 +1,195 @@
+"""Strict parser of the pytest plugin's output stream (tracers/pytest_plugin.py): untrusted data.
+
+The stream is JSON lines: a header; per test a `test` object, event arrays (tracers/pytrace.py's
+format, checked by `pipeline.stages.tracefile.parse_event`), `entry` objects marking each repository call's
+range of events, and a `test_end`; plus `collect_error` and `violation` objects and a final `end`.
+The first malformed line ends the parse (what came before is kept); a torn last line is dropped.
+"""
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+
+from pipeline.stages.tracefile import MAX_LINE_BYTES, TraceFormatError, load_line, parse_event, require
+
+EXITS = frozenset({"normal", "error", "never"})
+OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
+VIOLATIONS = {
+    "write": "WriteOutsideScratch",
+    "network": "NetworkAccess",
+    "fork_bomb": "ForkBomb",
+    "timeout": "TestTimeout",
+    "output_flood": "OutputFlood",
+}
+
+
+@dataclass
+class ParsedTest:
+    nodeid: str
+    events: list[dict] = field(default_factory=list)
+    entries: list[dict] = field(default_factory=list)
+    outcome: str | None = None
+    message: str | None = None
+    n_events: int = 0
+
+
+@dataclass
+class ParsedStream:
+    header: dict | None = None
+    tests: list[ParsedTest] = field(default_factory=list)
+    collect_errors: list[dict] = field(default_factory=list)
+    violations: list[dict] = field(default_factory=list)
+    end: dict | None = None
+    error: str | None = None  # why parsing stopped early (the rest of the stream is not trusted)
+
+
+def _opt_str(value, limit: int = 100_000) -> bool:
+    return value is None or (isinstance(value, str) and len(value) <= limit)
+
+
+def _int(value) -> bool:
+    return type(value) is int and 0 <= value < 2**31
+
+
+def _in_test(test: ParsedTest | None, what: str) -> ParsedTest:
+    """The test being read; a TraceFormatError(what) when no test is open."""
+    if test is None:
+        raise TraceFormatError(what)
+    return test
+
+
+def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | None = None) -> ParsedStream:
+    """Parse the plugin's output (bytes or a binary file) strictly.
+
+    Tests parsed before a malformed line are kept; the first malformed line ends the parse with
+    `error` set. A torn last line (a killed writer) is dropped. `on_test(stream, test)` is called as
+    each test is complete (and for a test the run ended inside), after which its events are released
+    (`n_events` keeps their count): a large suite is never held in memory at once. Event lines are
+    decoded in batches (one `json.loads` per run of events) and checked with plain loops."""
+    stream = ParsedStream()
+    lines = io.BytesIO(source) if isinstance(source, bytes) else source
+    test: ParsedTest | None = None
+    pending: list[tuple[int, bytes]] = []
+    read = 0
+
+    def finish(done: ParsedTest) -> None:
+        if on_test is not None:
+            on_test(stream, done)
+        done.n_events = len(done.events)
+        if on_test is not None:
+            done.events = []
+        stream.tests.append(done)
+
+    try:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.endswith(b"\n"):
+                break  # torn by a kill
+            read += len(raw)
+            require(max_bytes is None or read <= max_bytes, f"line {number}: output over {max_bytes} bytes")
+            raw = raw[:-1]
+            require(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+            if raw.startswith(b"[") and number > 1:
+                current = _in_test(test, f"line {number}: an event outside a test")
+                require(stream.end is None, f"line {number}: an event outside a test")
+                require(
+                    len(current.events) + len(pending) < max_events,
+                    f"line {number}: more than {max_events} events in a test",
+                )
+                pending.append((number, raw))
+                continue
+            if pending:
+                _decode_events(pending, _in_test(test, f"line {number}: events outside a test").events)
+                pending = []
+            require(stream.end is None, f"line {number}: data after the end object")
+            value = load_line(raw, number)
+            if number == 1:
+                require(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
+                stream.header = value
+                continue
+            require(isinstance(value, dict), f"line {number}: neither an event nor an object")
+            kind = value.get("type")
+            if kind == "test":
+                require(test is None, f"line {number}: a test starts before the previous one ended")
+                require(isinstance(value.get("nodeid"), str), f"line {number}: bad test object")
+                test = ParsedTest(value["nodeid"])
+            elif kind == "entry":
+                current = _in_test(test, f"line {number}: an entry outside a test")
+                current.entries.append(_entry(value, current.events, number))
+            elif kind == "test_end":
+                current = _in_test(test, f"line {number}: bad test_end")
+                require(value.get("nodeid") == current.nodeid, f"line {number}: bad test_end")
+                require(
+                    value.get("outcome") in OUTCOMES and _opt_str(value.get("message")),
+                    f"line {number}: bad test_end outcome or message",
+                )
+                current.outcome, current.message = value["outcome"], value.get("message")
+                finish(current)
+                test = None
+            elif kind == "collect_error":
+                require(
+                    _opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
+                    f"line {number}: bad collect_error",
+                )
+                stream.collect_errors.append(value)
+            elif kind == "violation":
+                require(
+                    value.get("kind") in VIOLATIONS and _opt_str(value.get("nodeid")) and _opt_str(value.get("detail")),
+                    f"line {number}: bad violation",
+                )
+                stream.violations.append(value)
+            elif kind == "end":
+                require(
+                    value.get("exitstatus") is None or type(value.get("exitstatus")) is int,
+                    f"line {number}: bad end object",
+                )
+                stream.end = value
+            else:
+                raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
+        if pending:
+            _decode_events(pending, _in_test(test, "events outside a test").events)
+    except TraceFormatError as error:
+        stream.error = str(error)
+    if test is not None and stream.error is None:
+        finish(test)  # the run ended inside this test: its closed entries are kept
+    return stream
+
+
+def _decode_events(pending: list[tuple[int, bytes]], events: list[dict]) -> None:
+    try:
+        values = json.loads(b"[" + b",".join(raw for _, raw in pending) + b"]")
+    except (ValueError, UnicodeDecodeError):
+        values = [load_line(raw, number) for number, raw in pending]  # names the bad line
+    if len(values) != len(pending):  # a line that held more than one value
+        values = [load_line(raw, number) for number, raw in pending]
+    for (number, _), value in zip(pending, values, strict=True):
+        events.append(parse_event(value, len(events), f"line {number}: "))
+
+
+def _entry(value: dict, events: list[dict], number: int) -> dict:
+    where = f"line {number}: entry"
+    for name in ("frame", "start", "n", "end", "firstlineno"):
+        require(_int(value.get(name)), f"{where}: bad {name}")
+    start, n, end = value["start"], value["n"], value["end"]
+    require(n >= 1 and start + n <= end <= len(events), f"{where}: range {start}+{n}..{end} outside the test")
+    require(value.get("exit") in EXITS and type(value.get("truncated")) is bool, f"{where}: bad exit")
+    require(_opt_str(value.get("reason"), 200), f"{where}: bad reason")
+    require(not value["truncated"] or value["exit"] == "never", f"{where}: truncated but exit is not never")
+    require(value["truncated"] or start + n == end, f"{where}: complete but its range is cut")
+    path = value.get("path")
+    require(
+        isinstance(path, str) and 0 < len(path) <= 1000 and not os.path.isabs(path) and ".." not in path.split("/"),
+        f"{where}: bad path",
+    )
+    require(isinstance(value.get("qualname"), str) and len(value["qualname"]) <= 1000, f"{where}: bad qualname")
+    require(isinstance(value.get("input"), str) and len(value["input"]) <= 100_000, f"{where}: bad input")
+    first = events[start]
+    require(first["event"] == "call" and first["frame_id"] == value["frame"], f"{where}: does not start at its call")
+    if not value["truncated"]:
+        last = events[end - 1]
+        expected = "return" if value["exit"] == "normal" else "exception"
+        require(
+            last["frame_id"] == value["frame"] and last["event"] == expected,
+            f"{where}: does not end with its {expected}",
+        )
+    return value

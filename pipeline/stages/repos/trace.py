@@ -1,0 +1,92 @@
+"""Stage: trace one repository@commit's test suite and cut function-level `traces` rows out of it.
+
+clone (GitPython cache) → install (sandbox, network on: a fresh venv in a writable dir, worktree
+read-only) → trace (sandbox, network off: worktree and venv read-only, a fresh writable scratch dir;
+`tracers.repo_runner trace` runs pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the
+stream, one row per entry, identical traces stored once).
+
+Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname`, `test_id` = the pytest node id
+of the test whose setup, call or teardown made the call, `code` = the entry function's source text
+(decorators included, original indentation), `input` = the entry call's arguments rendered from the
+call event's locals (`tracers.repo_code.render_input`: positional-only values bare, other
+parameters `name=repr`, then `*args` / `**kwargs`). Events are re-indexed from 0, frame ids
+renumbered by first appearance (the entry frame is 0), depth relative to the entry, and the entry's
+parent is null. `trace_id` hashes path, qualname, code, input, exit and events, so the same call
+traced by two tests is stored once (the first test's id is kept).
+
+Everything else that happens is a failures row, and traces recorded before a problem are kept:
+clone/fetch/ref/checkout errors, a failed install, collection errors (e.g. a syntax error), failing
+tests (traced anyway), a test past its time budget, an output flood, writes outside the scratch
+directory, network access, a fork bomb, a run killed by the sandbox, malformed tracer output.
+"""
+
+import shutil
+import tempfile
+
+from pipeline.engine.failures import failure_row
+from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.sandbox import Sandbox
+from pipeline.sources.git_cache import GitCache, GitCacheError
+from pipeline.sources.repos import RepoSpec
+from pipeline.stages.repos.cut import EntryCutter
+from pipeline.stages.repos.install import install_repo
+from pipeline.stages.repos.report import report_run
+from pipeline.stages.repos.run import RepoTraceSettings, run_suite
+
+STAGES = ("clone", "install", "trace", "cut")
+
+
+def trace_repo(
+    spec: RepoSpec,
+    sandbox: Sandbox,
+    cache: GitCache,
+    settings: RepoTraceSettings,
+    unit_id: str,
+    work_root: str | None = None,
+    pip_cache: str | None = None,
+) -> StageOutput:
+    """Clone, install, trace and cut one repository: its `traces` and `failures` rows and the counters of
+    its four stages. Never raises for what the repository does."""
+    counters = {stage: StageCounters(stage) for stage in STAGES}
+    output = StageOutput({"traces": [], "failures": []}, counters)
+    fail = RepoFailures(spec, unit_id, output.tables["failures"])
+    clone = counters["clone"]
+    clone.n_in = 1
+    with clone.timed():
+        try:
+            checkout = cache.checkout(spec.url, spec.ref)
+        except GitCacheError as error:
+            clone.drop(error.kind)
+            fail("clone", error.kind, f"repository {spec.name!r}: {error}")
+            return output
+    clone.n_out = 1
+    fail.commit = checkout.commit
+    run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
+    try:
+        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        if env_dir is not None:
+            cutter = EntryCutter(spec, checkout, settings, counters["cut"])
+            run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
+            report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
+            output.tables["traces"] = cutter.finish(fail)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return output
+
+
+class RepoFailures:
+    """Appends failure rows naming the repository (and its commit once known) to `rows`."""
+
+    def __init__(self, spec: RepoSpec, unit_id: str, rows: list[dict]):
+        self.spec, self.unit_id, self.rows = spec, unit_id, rows
+        self.commit: str | None = None
+
+    def __call__(
+        self, stage: str, error_type: str, message: str, stderr_tail: str | None = None, source_id: str | None = None
+    ) -> None:
+        source = source_id or f"{self.spec.name}@{self.commit or self.spec.ref}"
+        self.rows.append(
+            failure_row(
+                self.unit_id, source, stage, error_type, message, self.spec.input_ref or self.spec.name, stderr_tail
+            )
+        )

@@ -1,0 +1,61 @@
+"""A kind's config hash covers that kind's settings only: changing another kind's defaults never makes a
+finished dataset "another config" (what incremental refreshes rely on)."""
+
+import shutil
+
+import pytest
+from go_helpers import EXAMPLES, requires_bwrap, requires_go
+
+from pipeline.debugger.policy import PolicyConfig
+from pipeline.engine.config import settings_dict
+from pipeline.engine.job import run_job
+from pipeline.kinds import KINDS
+from pipeline.kinds.functions import FunctionsConfig
+from pipeline.kinds.go import GoConfig, GoKind
+from pipeline.kinds.repos import ReposConfig
+from pipeline.kinds.resample import ResampleConfig
+from pipeline.stages.dedup import DedupSettings
+from pipeline.stages.go.runs import GoSettings
+from pipeline.stages.trace_functions import ReprLimits, TraceSettings
+from pipeline.stages.trajectories import SamplingSettings
+
+
+def change_python_defaults(monkeypatch) -> None:
+    """Every default of the Python tracing, sampling and dedup settings moved to another valid value."""
+    monkeypatch.setattr(TraceSettings.__init__, "__defaults__", (20_000, 4 << 20, 2.0, 4.0, ReprLimits(100, 10, 3)))
+    monkeypatch.setattr(SamplingSettings.__init__, "__defaults__", (7, 3, PolicyConfig(max_actions=16)))
+    monkeypatch.setattr(DedupSettings.__init__, "__defaults__", (True, 64, 0.9, 3, 2))
+
+
+def test_the_patch_really_changes_the_python_kinds(monkeypatch):
+    before = {config().hash() for config in (FunctionsConfig, ReposConfig, ResampleConfig)}
+    change_python_defaults(monkeypatch)
+    after = {config().hash() for config in (FunctionsConfig, ReposConfig, ResampleConfig)}
+    assert before.isdisjoint(after)
+
+
+def test_each_kind_hashes_its_name_and_only_its_settings():
+    go = settings_dict(GoConfig())
+    assert set(go) == {"zstd_level", "sandbox", "go"} and "cache_dir" not in go["go"]
+    assert len({type(kind).__name__ for kind in KINDS}) == len(KINDS)
+    assert GoConfig(go=GoSettings(cache_dir="/elsewhere")).hash() == GoConfig().hash()
+    assert GoConfig(go=GoSettings(runs=4)).hash() != GoConfig().hash()
+    assert ReposConfig(cache_dir="/elsewhere", work_dir="/w").hash() == ReposConfig().hash()
+    # Two kinds with equal settings still differ: the kind's name is hashed.
+    assert ResampleConfig().as_dict() != FunctionsConfig().as_dict()
+
+
+@requires_go
+@requires_bwrap
+def test_a_go_rerun_after_a_python_only_default_changed_is_the_same_config(tmp_path, monkeypatch, ray_local):
+    programs = tmp_path / "programs"
+    shutil.copytree(EXAMPLES / "sequential", programs / "sequential")
+    out = str(tmp_path / "out")
+    config = GoConfig(go=GoSettings(runs=2, timeout_s=2.0))
+    first = run_job(GoKind(), str(programs), config, out, workers=2)
+    change_python_defaults(monkeypatch)
+    again = run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=2, timeout_s=2.0)), out, workers=2)
+    assert again["config_hash"] == first["config_hash"]
+    assert again["tables"] == first["tables"]  # every unit was skipped as finished: the same shards
+    with pytest.raises(ValueError, match="another config"):
+        run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=3, timeout_s=2.0)), out, workers=2)

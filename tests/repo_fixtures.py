@@ -1,0 +1,315 @@
+"""Fixture repositories for the repository-tracing tests: file contents, and `git init` + real commits."""
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Fixture",
+    "GIT_AUTHOR_EMAIL": "fixture@example.org",
+    "GIT_COMMITTER_NAME": "Fixture",
+    "GIT_COMMITTER_EMAIL": "fixture@example.org",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+}
+
+
+def git(path: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args],
+        cwd=path,
+        env=GIT_ENV,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def write_files(path: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+def make_repo(path: Path, files: dict[str, str], message: str = "initial") -> str:
+    """A git repository at `path` with `files` in one commit; returns the commit SHA."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    return commit(path, files, message)
+
+
+def commit(path: Path, files: dict[str, str], message: str) -> str:
+    write_files(path, files)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+# -- the acceptance package: a src-layout setuptools project with a pytest suite -------------------------
+CALC = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "calc"
+        version = "0.1.0"
+
+        [tool.pytest.ini_options]
+        testpaths = ["tests"]
+        """,
+    "src/calc/__init__.py": """
+        from calc.ops import Stack, add, divide, mean
+        """,
+    "src/calc/ops.py": """
+        def add(a, b):
+            total = a + b
+            return total
+
+
+        def mean(values):
+            total = 0
+            for value in values:
+                total = add(total, value)
+            return total / len(values)
+
+
+        def divide(a, b):
+            return a / b
+
+
+        def scale(values, *, factor=2):
+            return [value * factor for value in values]
+
+
+        class Stack:
+            def __init__(self):
+                self.items = []
+
+            def push(self, item):
+                self.items.append(item)
+                return len(self.items)
+
+            def pop(self):
+                if not self.items:
+                    raise IndexError("pop from an empty stack")
+                return self.items.pop()
+        """,
+    "tests/conftest.py": """
+        import pytest
+
+
+        def helper_in_conftest(x):
+            return x
+
+
+        @pytest.fixture
+        def stack():
+            from calc import Stack
+            return Stack()
+        """,
+    "tests/test_ops.py": """
+        import pytest
+
+        from calc import add, divide, mean
+        from calc.ops import scale
+
+
+        def test_add():
+            assert add(2, 3) == 5
+
+
+        def test_add_commutes():
+            assert add(2, 3) == add(3, 2)
+
+
+        def test_mean():
+            assert mean([1, 2, 3]) == 2.0
+
+
+        def test_divide_by_zero():
+            with pytest.raises(ZeroDivisionError):
+                divide(1, 0)
+
+
+        def test_scale():
+            assert scale([1, 2], factor=3) == [3, 6]
+
+
+        def test_stack(stack):
+            assert stack.push("a") == 1
+            assert stack.pop() == "a"
+            with pytest.raises(IndexError):
+                stack.pop()
+        """,
+}
+
+# The commit after the tag: `add` changes, so a trace of the tagged commit is recognisable.
+CALC_LATER = {
+    "src/calc/ops.py": CALC["src/calc/ops.py"].replace("total = a + b", "total = b + a"),
+}
+
+
+# -- repositories that go wrong, each in its own way -------------------------------------------------------
+def _plain(module: str, tests: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A repository that is not a package: code in `lib/`, tests in `tests/` (default install: pytest only)."""
+    files = {"lib/__init__.py": "", "lib/code.py": module, "tests/test_lib.py": tests}
+    files.update(extra or {})
+    return files
+
+
+SIMPLE_LIB = """
+    def double(x):
+        return x * 2
+    """
+
+FAILING = _plain(
+    SIMPLE_LIB,
+    """
+    from lib.code import double
+
+    def test_passes():
+        assert double(2) == 4
+
+    def test_fails():
+        assert double(3) == 7
+    """,
+)
+
+SYNTAX_ERROR = _plain(
+    SIMPLE_LIB,
+    """
+    from lib.code import double
+
+    def test_double():
+        assert double(1) == 2
+    """,
+    {
+        "lib/broken.py": "def broken(:\n    return 1\n",
+        "tests/test_broken.py": "from lib.broken import broken\n\ndef test_broken():\n    assert broken()\n",
+    },
+)
+
+HANG = _plain(
+    """
+    import time
+
+    def double(x):
+        return x * 2
+
+    def wait_forever():
+        while True:
+            time.sleep(0.01)
+    """,
+    """
+    from lib.code import double, wait_forever
+
+    def test_before():
+        assert double(5) == 10
+
+    def test_hangs():
+        wait_forever()
+
+    def test_after():
+        assert double(6) == 12
+    """,
+)
+
+SUITE_HANGS = _plain(
+    SIMPLE_LIB,
+    """
+    from lib.code import double
+
+    def test_double():
+        assert double(1) == 2
+    """,
+    {
+        "tests/conftest.py": """
+        import time
+
+        time.sleep(3600)  # collection never ends: only the trace phase's wall clock stops it
+        """
+    },
+)
+
+
+def socket_conftest(port: int) -> dict[str, str]:
+    """A conftest that connects to a server on the host's loopback when it is imported."""
+    return _plain(
+        SIMPLE_LIB,
+        """
+        from lib.code import double
+
+        def test_double():
+            assert double(1) == 2
+        """,
+        {
+            "tests/conftest.py": f"""
+            import socket
+
+            socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+            """
+        },
+    )
+
+
+WRITE_OUTSIDE = _plain(
+    SIMPLE_LIB,
+    """
+    import os
+
+    from lib.code import double
+
+    def test_writes_into_the_repository():
+        with open(os.path.join(os.path.dirname(__file__), "written.txt"), "w") as handle:
+            handle.write("should not be here")
+
+    def test_tmp_path_is_fine(tmp_path):
+        (tmp_path / "ok.txt").write_text("fine")
+        assert double(4) == 8
+    """,
+)
+
+FORK_BOMB = _plain(
+    SIMPLE_LIB,
+    """
+    import os
+
+    from lib.code import double
+
+    def test_fork_bomb():
+        while True:
+            os.fork()
+
+    def test_after():
+        assert double(7) == 14
+    """,
+)
+
+FLOOD = _plain(
+    SIMPLE_LIB,
+    """
+    from lib.code import double
+
+    def test_flood():
+        line = "x" * 10_000
+        while True:
+            print(line)
+
+    def test_after():
+        assert double(8) == 16
+    """,
+)
+
+BAD_INSTALL = _plain(
+    SIMPLE_LIB,
+    """
+    def test_nothing():
+        pass
+    """,
+    {"requirements.txt": "./vendor/not-there\n"},
+)

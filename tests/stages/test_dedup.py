@@ -1,0 +1,49 @@
+"""MinHash LSH dedup: near-duplicates collapse, distinct functions survive, how signatures are split does not
+matter (the job's dedup before tracing: tests/kinds/test_functions.py)."""
+
+from pipeline.sources.functions import FunctionRecord
+from pipeline.stages.dedup import DedupSettings, normalised_tokens, resolve_duplicates, signatures
+
+SETTINGS = DedupSettings()
+
+ORIGINAL = (
+    "def f(xs):\n    total = 0\n    for x in xs:\n        if x % 2:\n            total += x * x\n    return total\n"
+)
+RENAMED = (
+    "def f(values):\n    acc = 0\n    for v in values:\n        if v % 2:\n            acc += v * v\n    return acc\n"
+)
+REFORMATTED = (
+    "def f( xs ) :\n    # odd squares\n    total=0\n\n    for x in xs :\n"
+    "        if x%2 :\n            total+=x*x\n    return total"
+)
+DISTINCT = "def f(xs):\n    seen = set()\n    return [x for x in xs if not (x in seen or seen.add(x))]\n"
+
+
+def record(i, code, input_text="[1, 2, 3]"):
+    return FunctionRecord(f"r{i}", code, input_text, "f", f"mem:{i}")
+
+
+def test_renaming_and_reformatting_do_not_change_the_normalised_tokens():
+    assert normalised_tokens(ORIGINAL) == normalised_tokens(RENAMED) == normalised_tokens(REFORMATTED)
+
+
+def test_near_duplicates_collapse_to_the_first_and_distinct_ones_survive():
+    records = [record(0, ORIGINAL), record(1, DISTINCT), record(2, RENAMED), record(3, REFORMATTED)]
+    docs = [(r.code, r.entry, r.input) for r in records]
+    duplicates = resolve_duplicates(signatures(docs, SETTINGS), SETTINGS)
+    assert {position: kept for position, (kept, _) in duplicates.items()} == {2: 0, 3: 0}
+
+
+def test_the_same_function_with_another_input_is_kept():
+    docs = [(ORIGINAL, "f", "[1, 2]"), (ORIGINAL, "f", "[1,2]"), (ORIGINAL, "f", "[3, 4]")]
+    duplicates = resolve_duplicates(signatures(docs, SETTINGS), SETTINGS)
+    assert set(duplicates) == {1}
+
+
+def test_the_result_does_not_depend_on_how_signatures_are_split_across_workers(example_records):
+    docs = [(r["code"], r.get("entry", "f"), r["input"]) for r in example_records]
+    docs += [(RENAMED, "f", "[1, 2, 3]"), (ORIGINAL, "f", "[1, 2, 3]")]
+    whole = signatures(docs, SETTINGS)
+    split = [sig for start in range(0, len(docs), 7) for sig in signatures(docs[start : start + 7], SETTINGS)]
+    assert all((a == b).all() for a, b in zip(whole, split, strict=True))
+    assert resolve_duplicates(whole, SETTINGS) == resolve_duplicates(split, SETTINGS)

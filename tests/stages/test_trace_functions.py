@@ -1,0 +1,212 @@
+"""The function trace stage in the real bwrap sandbox: values, bad inputs, isolation of records."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.sandbox import make_sandbox
+from pipeline.sources.functions import read_function_records
+from pipeline.stages.trace_functions import TraceSettings, trace_functions
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+FAST = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
+
+INDEPENDENT_REPRS = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from tracers.saferepr import SafeRepr
+safe = SafeRepr()
+out = {}
+for line in sys.stdin:
+    record = json.loads(line)
+    namespace = {"__name__": "__independent__"}
+    exec(compile(record["code"], "<independent>", "exec"), namespace)
+    args, kwargs = eval("(lambda *a, **k: (a, k))(%s)" % record["input"], namespace)
+    value = namespace[record.get("entry", "f")](*args, **kwargs)
+    out[record["id"]] = [repr(value), safe(value)]
+print(json.dumps(out))
+"""
+
+
+def trace(records):
+    """(traces rows, failures rows, the `trace` counters) of the stage over `records` in bwrap."""
+    output = trace_functions(records, make_sandbox("bwrap"), FAST, "test")
+    assert set(output.tables) == {"traces", "failures"} and set(output.counters) == {"trace"}
+    return output.rows("traces"), output.rows("failures"), output.counters["trace"]
+
+
+@pytest.fixture(scope="module")
+def traced_examples():
+    records, failures = read_function_records(str(EXAMPLES / "functions.jsonl"))
+    assert failures == []
+    rows, failures, counters = trace(records)
+    assert (counters.n_in, counters.n_out, sum(counters.dropped.values())) == (len(records), len(rows), len(failures))
+    assert counters.events == sum(row["n_events"] for row in rows)
+    return records, {row["source_id"]: row for row in rows}, {f["source_id"]: f for f in failures}
+
+
+def test_entry_return_values_equal_an_independent_interpreter(traced_examples):
+    records, rows, _ = traced_examples
+    normal = [r for r in records if rows.get(r.id, {}).get("exit") == "normal" and not r.id.startswith("bad_")]
+    assert len(normal) >= 50
+    stdin = "\n".join(json.dumps({"id": r.id, "code": r.code, "input": r.input, "entry": r.entry}) for r in normal)
+    root = str(Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", INDEPENDENT_REPRS, root],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    expected = json.loads(result.stdout)
+    for record in normal:
+        plain, bounded = expected[record.id]
+        entry_return = [e for e in rows[record.id]["events"] if e["event"] == "return" and e["depth"] == 0][-1]
+        # Bounded reprs sort sets and cut long values; everything short and set-free is the plain repr.
+        assert entry_return["arg"] == bounded, record.id
+        if len(plain) <= 200 and "{" not in plain and "0x" not in plain:
+            assert entry_return["arg"] == plain, record.id
+
+
+def test_first_event_is_the_entry_call(traced_examples):
+    records, rows, _ = traced_examples
+    for row in rows.values():
+        assert row["events"][0]["event"] == "call" and row["events"][0]["depth"] == 0, row["source_id"]
+        assert row["n_events"] == len(row["events"])
+
+
+@pytest.mark.parametrize(
+    "record_id, exit_, reason",
+    [
+        ("bad_infinite_loop", "never", ("max_events", "max_seconds")),
+        ("bad_sleep_forever", "never", ("wall_time_kill",)),
+        ("bad_huge_alloc", "error", (None,)),
+        ("bad_fork_bomb", "error", (None,)),
+        ("bad_write_etc", "error", (None,)),
+        ("bad_socket", "error", (None,)),
+        ("bad_raises", "error", (None,)),
+        ("bad_print_flood", "never", ("max_events", "max_seconds")),
+        ("bad_repr_raises", "normal", (None,)),
+        ("bad_repr_slow", "normal", (None,)),
+        ("bad_huge_int", "normal", (None,)),
+    ],
+)
+def test_hostile_records_end_as_traces_with_a_cause(traced_examples, record_id, exit_, reason):
+    _, rows, _ = traced_examples
+    row = rows[record_id]
+    assert row["exit"] == exit_ and row["truncation_reason"] in reason
+    if exit_ == "error":
+        assert row["events"][-1]["event"] == "exception" and row["events"][-1]["arg"]
+
+
+def test_hostile_values_become_placeholders(traced_examples):
+    _, rows, _ = traced_examples
+    reprs = {
+        value
+        for row in (rows["bad_repr_raises"], rows["bad_repr_slow"], rows["bad_huge_int"])
+        for event in row["events"]
+        for _, value in event["locals"]
+    }
+    assert any("repr raised" in v for v in reprs)
+    assert any("repr timed out" in v for v in reprs)
+    assert any("digits>" in v for v in reprs)
+
+
+def test_the_sandbox_kept_the_host_untouched(traced_examples):
+    _, rows, _ = traced_examples
+    assert not os.path.exists("/etc/tracegen_probe")
+    assert rows["bad_write_etc"]["events"][-1]["arg"].startswith("OSError(30")  # read-only file system
+    assert (
+        "ConnectionRefused" in rows["bad_socket"]["events"][-1]["arg"]
+        or "Network is unreachable" in rows["bad_socket"]["events"][-1]["arg"]
+    )
+    leftover = subprocess.run(["pgrep", "-f", "tracers.function_runner"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "record_id, stage, error_type",
+    [
+        ("bad_syntax", "setup", "SyntaxError"),
+        ("bad_input_raises", "input", "ZeroDivisionError"),
+        ("bad_missing_entry", "setup", "NameError"),
+    ],
+)
+def test_records_that_cannot_start_are_failure_rows(traced_examples, record_id, stage, error_type):
+    _, rows, failures = traced_examples
+    assert record_id not in rows
+    failure = failures[record_id]
+    assert (failure["stage"], failure["error_type"]) == (stage, error_type)
+    assert record_id in failure["message"] and failure["input_ref"].endswith(".jsonl:%d" % _line_of(record_id))
+
+
+def _line_of(record_id: str) -> int:
+    with open(EXAMPLES / "functions.jsonl", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if json.loads(line)["id"] == record_id:
+                return number
+    raise KeyError(record_id)
+
+
+def test_every_good_record_survives_its_bad_neighbours(traced_examples):
+    records, rows, failures = traced_examples
+    assert len(rows) + len(failures) == len(records)
+    assert all(r.id in rows for r in records if not r.id.startswith("bad_"))
+
+
+def test_a_home_directory_write_fails_inside_the_sandbox(tmp_path):
+    target = Path.home() / "tracegen-probe-should-not-exist"
+    code = f"def f():\n    with open({str(target)!r}, 'w') as handle:\n        handle.write('x')\n"
+    jsonl = tmp_path / "home.jsonl"
+    jsonl.write_text(json.dumps({"id": "home", "code": code, "input": ""}) + "\n")
+    records, _ = read_function_records(str(jsonl))
+    rows, failures, _ = trace(records)
+    assert rows[0]["exit"] == "error" and not target.exists()
+
+
+def test_the_sandbox_dying_blames_one_record_and_runs_the_rest(tmp_path):
+    """A runner killed from outside (here: a tiny memory limit for one record) costs only that record."""
+    lines = [
+        {"id": "ok1", "code": "def f():\n    return 1\n", "input": ""},
+        {
+            "id": "kill",
+            "code": "import os, signal\n\ndef f():\n    os.kill(os.getppid(), signal.SIGKILL)\n",
+            "input": "",
+        },
+        {"id": "ok2", "code": "def f():\n    return 2\n", "input": ""},
+    ]
+    jsonl = tmp_path / "kill.jsonl"
+    jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    records, _ = read_function_records(str(jsonl))
+    rows, failures, _ = trace(records)
+    assert [r["source_id"] for r in rows] == ["ok1", "ok2"]
+    assert [(f["source_id"], f["error_type"]) for f in failures] == [("kill", "SandboxFailed")]
+
+
+def test_a_trace_file_replaced_by_a_link_is_never_followed(tmp_path):
+    """Traced code owns its output directory; a planted symlink must not make the host read a host file."""
+    code = (
+        "import os, sys\n\ndef f():\n    out = sys.argv[2]\n    for name in os.listdir(out):\n"
+        "        if name.endswith('.trace'):\n            path = os.path.join(out, name)\n"
+        "            os.remove(path)\n            os.symlink('/etc/passwd', path)\n    return 1\n"
+    )
+    lines = [
+        {"id": "planter", "code": code, "input": ""},
+        {"id": "after", "code": "def f():\n    return 2\n", "input": ""},
+    ]
+    jsonl = tmp_path / "links.jsonl"
+    jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    records, _ = read_function_records(str(jsonl))
+    rows, failures, _ = trace(records)
+    assert [r["source_id"] for r in rows] == ["after"]
+    assert [f["source_id"] for f in failures] == ["planter"]
+    assert "root:" not in json.dumps(failures) + json.dumps(rows)

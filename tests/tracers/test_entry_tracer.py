@@ -1,0 +1,296 @@
+"""The entry tracer and the host's cutting, in process: every repository call is an entry, cut from one stream.
+
+The reference is the function tracer itself (`tracers.pytrace.trace_source`): an entry cut out of a
+repository stream must be exactly the trace the function tracer records for the same call.
+"""
+
+import functools
+import importlib.util
+import io
+import itertools
+
+import pytest
+
+from pipeline.stages.repos.cut import cut_entry
+from pipeline.stages.repos.stream import parse_repo_stream
+from tracers.entry_tracer import EntryTracer
+from tracers.pytest_plugin import Sink, header
+from tracers.pytrace import Budgets, trace_source
+from tracers.repo_code import PathFilter
+
+_names = itertools.count()
+
+
+class Traced:
+    """A module written into a fake repository, traced call by call as one pytest test would be."""
+
+    def __init__(self, tmp_path, source: str, **budgets):
+        root = tmp_path / f"repo{next(_names)}"
+        root.mkdir()
+        (root / "mod.py").write_text(source)
+        spec = importlib.util.spec_from_file_location("__tracegen__", root / "mod.py")  # as trace_source names it
+        self.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+        self.buffer = io.StringIO()
+        self.sink = Sink(self.buffer, 1 << 30)
+        header(self.sink, budgets)
+        self.tracer = EntryTracer(self.sink, PathFilter([str(root)], ["**/*.py"], []), budgets)
+
+    def run(self, fn, nodeid="test_x"):
+        self.sink.obj(type="test", nodeid=nodeid)
+        self.tracer.start()
+        try:
+            fn(self.module)
+        except Exception:
+            pass
+        finally:
+            self.tracer.stop()
+        self.sink.obj(type="test_end", nodeid=nodeid, outcome="passed", message=None)
+
+    def entries(self):
+        """[(entry object, cut events)] of every test, in the order the entries ended."""
+        stream = parse_repo_stream(self.buffer.getvalue().encode(), 10**7)
+        assert stream.error is None, stream.error
+        return [(entry, cut_entry(test.events, entry)) for test in stream.tests for entry in test.entries]
+
+
+def plain(events):
+    return [dict(event, locals=dict(event["locals"])) for event in events]
+
+
+def call_with_input(module, entry: str, input_text: str):
+    args, kwargs = eval("(lambda *a, **k: (a, k))(%s)" % input_text, vars(module))
+    return getattr(module, entry)(*args, **kwargs)
+
+
+def test_entries_equal_the_function_tracer_on_the_example_corpus(tmp_path, example_records):
+    """For each example, the entry of its call is event for event what trace_source records.
+
+    Code with generators is left out: a resumed generator's parent is its resumer here, where
+    trace_source keeps the caller of its first resume."""
+    compared = 0
+    for record in example_records:
+        entry = record.get("entry", "f")
+        if record["id"].startswith("bad_") or "yield" in record["code"]:
+            continue
+        traced = Traced(tmp_path, record["code"])
+        function = getattr(traced.module, entry, None)
+        code = getattr(function, "__code__", None)
+        if code is None or code.co_flags & 0x3A0 or code.co_name.startswith("<"):
+            continue  # generators and lambdas are traced inside entries, never as entries
+        traced.run(functools.partial(call_with_input, entry=entry, input_text=record["input"]))
+        ours = [
+            events for mark, events in traced.entries() if mark["qualname"] == code.co_qualname and mark["start"] == 0
+        ]
+        reference = trace_source(record["code"], entry, record["input"])
+        if reference["truncated"]:
+            continue
+        assert len(ours) == 1, record["id"]
+        assert plain(ours[0]) == reference["events"], record["id"]
+        compared += 1
+    assert compared >= 50
+
+
+NESTED = """
+def inner(x):
+    y = x + 1
+    return y
+
+def outer(a, b=2):
+    total = 0
+    for value in (a, b):
+        total += inner(value)
+    return total
+
+def fails(x):
+    raise ValueError(x)
+
+def catches():
+    try:
+        fails(1)
+    except ValueError:
+        pass
+    return "caught"
+
+def numbers(n):
+    for i in range(n):
+        yield inner(i)
+
+def consume(n):
+    return sum(numbers(n))
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def signature(a, /, b, *rest, c, d=4, **extra):
+    return a
+
+def disables_tracing():
+    import sys
+    sys.settrace(None)
+    return 1
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+"""
+
+
+MUTATES = """
+def mutates(n):
+    values = [n * 1000, 2000]
+    for step in range(3):
+        values[0] = values[0] + step + 1
+        values.append(step)
+    table = {"a": n * 1000}
+    table["a"] = table["a"] + 1
+    table["b"] = (1, 2)
+    frozen = (values, 1)
+    values.append(None)
+    return values, table, frozen
+"""
+
+
+def test_cached_reprs_follow_in_place_changes(tmp_path):
+    """Reprs of unchanged containers are reused; any change to what they show must still appear."""
+    traced = Traced(tmp_path, MUTATES)
+    traced.run(lambda m: m.mutates(7))
+    ((_, events),) = traced.entries()
+    assert plain(events) == trace_source(MUTATES, "mutates", "7")["events"]
+
+
+def test_every_call_is_an_entry_with_relative_frames(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.outer(1))
+    (first, first_events), (second, _), (outer, outer_events) = traced.entries()
+    assert [e["qualname"] for e in (first, second, outer)] == ["inner", "inner", "outer"]
+    assert (first["input"], second["input"], outer["input"]) == ("x=1", "x=2", "a=1, b=2")
+    assert outer_events[-1]["event"] == "return" and outer_events[-1]["arg"] == "5"
+    assert first_events[-1]["arg"] == "2" and outer["exit"] == first["exit"] == "normal"
+    for events in (first_events, outer_events):
+        assert events[0]["event"] == "call" and events[0]["frame_id"] == 0 and events[0]["depth"] == 0
+        assert events[0]["parent_frame_id"] is None
+        assert [e["index"] for e in events] == list(range(len(events)))
+    nested = [e for e in outer_events if e["function"] == "inner"]
+    assert {e["frame_id"] for e in nested} == {1, 2}
+    assert all(e["depth"] == 1 and e["parent_frame_id"] == 0 for e in nested)
+    # The inner entry is the same events as its part of the outer entry.
+    assert [(e["event"], e["lineno"], e["locals"]) for e in first_events] == [
+        (e["event"], e["lineno"], e["locals"]) for e in outer_events if e["frame_id"] == 1
+    ]
+
+
+def test_exceptions_end_an_entry_with_error_and_caught_ones_do_not(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.catches())
+    (fails, fails_events), (catches, catches_events) = traced.entries()
+    assert fails["exit"] == "error" and fails_events[-1]["event"] == "exception"
+    assert fails_events[-1]["arg"] == "ValueError(1)"
+    assert catches["exit"] == "normal" and catches_events[-1]["arg"] == "'caught'"
+
+
+def test_generators_are_traced_inside_entries_but_are_not_entries(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.consume(3))
+    marks = traced.entries()
+    assert [mark["qualname"] for mark, _ in marks] == ["inner", "inner", "inner", "consume"]
+    events = marks[-1][1]
+    generator_frames = {e["frame_id"] for e in events if e["function"] == "numbers"}
+    assert len(generator_frames) == 1  # one frame id across its resumes
+    assert events[-1]["arg"] == "6"
+
+
+def test_methods_and_signatures(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: (m.Box(3).get(), m.signature(1, 2, 3, c=5, e=6)))
+    marks = {mark["qualname"]: mark for mark, _ in traced.entries()}
+    assert marks["Box.__init__"]["input"].startswith("self=<")
+    assert marks["Box.get"]["input"].startswith("self=<")
+    assert marks["signature"]["input"] == "1, b=2, c=5, d=4, *(3,), **{'e': 6}"
+
+
+def test_event_budget_cuts_outer_entries_with_their_true_prefix(tmp_path):
+    full = Traced(tmp_path, NESTED)
+    full.run(lambda m: m.outer(1))
+    whole = full.entries()[-1][1]
+    cut = Traced(tmp_path, NESTED, max_events=6)
+    cut.run(lambda m: m.outer(1))
+    marks = cut.entries()
+    outer, events = marks[-1]
+    assert outer["qualname"] == "outer" and outer["truncated"] and outer["exit"] == "never"
+    assert outer["reason"] == "max_events" and len(events) == 6
+    assert plain(events) == plain(whole[:6])
+    inner = [(mark, ev) for mark, ev in marks if mark["qualname"] == "inner"]
+    assert len(inner) == 2 and all(not mark["truncated"] and len(ev) == 4 for mark, ev in inner)
+
+
+def test_byte_budget(tmp_path):
+    traced = Traced(tmp_path, NESTED, max_bytes=400)
+    traced.run(lambda m: m.outer(1))
+    outer, events = traced.entries()[-1]
+    assert outer["truncated"] and outer["reason"] == "max_bytes"
+    assert 1 <= len(events) < 10
+
+
+def test_entry_caps_bound_recursion(tmp_path):
+    traced = Traced(tmp_path, NESTED, max_entry_depth=3, max_entries_per_function_per_test=5)
+    traced.run(lambda m: m.fib(8))
+    marks = traced.entries()
+    assert len(marks) == 5
+    top = marks[-1]
+    assert top[0]["input"] == "n=8" and not top[0]["truncated"] and top[1][-1]["arg"] == "21"
+    assert max(e["depth"] for e in top[1]) == 7  # the whole recursion is in the outermost entry
+
+
+def test_code_that_turns_tracing_off_leaves_a_cut_entry(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: (m.inner(1), m.disables_tracing(), m.inner(2)))
+    marks = traced.entries()
+    assert [mark["qualname"] for mark, _ in marks] == ["inner", "disables_tracing"]
+    mark, events = marks[-1]
+    assert mark["truncated"] and mark["exit"] == "never" and mark["reason"] == "tracer_disabled"
+    assert events[0]["event"] == "call" and len(events) == 3
+
+
+@pytest.mark.parametrize(
+    "corruption, error",
+    [
+        (b'[0,"line",0,null,0,1,"f","x",[],null]\n', "an event outside a test"),
+        (b'{"type":"test","nodeid":"t"}\n[5,"call",0,null,0,1,"f","x",[],null]\n', "index 5 out of order"),
+        (
+            b'{"type":"test","nodeid":"t"}\n[0,"call",0,null,0,1,"f","x",[],null]\n'
+            b'{"type":"entry","frame":0,"start":0,"n":3,"end":3,"exit":"normal","truncated":false,"reason":null,'
+            b'"path":"m.py","qualname":"f","firstlineno":1,"input":""}\n',
+            "outside the test",
+        ),
+        (
+            b'{"type":"test","nodeid":"t"}\n[0,"call",0,null,0,1,"f","x",[],null]\n'
+            b'{"type":"entry","frame":0,"start":0,"n":1,"end":1,"exit":"normal","truncated":false,"reason":null,'
+            b'"path":"../etc/passwd","qualname":"f","firstlineno":1,"input":""}\n',
+            "bad path",
+        ),
+        (b'{"type":"pickle"}\n', "unknown object type"),
+        (b"not json\n", "not JSON"),
+    ],
+)
+def test_the_stream_is_parsed_strictly_and_earlier_tests_are_kept(tmp_path, corruption, error):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.inner(1))
+    data = traced.buffer.getvalue().encode()
+    stream = parse_repo_stream(data + corruption + b'{"type":"end","exitstatus":0}\n', 10**6)
+    assert error in stream.error
+    assert len(stream.tests) == 1 and len(stream.tests[0].entries) == 1
+
+
+def test_a_torn_last_line_is_dropped(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.inner(1))
+    stream = parse_repo_stream(traced.buffer.getvalue().encode() + b'{"type":"te', 10**6)
+    assert stream.error is None and len(stream.tests) == 1
+
+
+def test_budgets_are_validated_by_the_function_tracer_format():
+    assert Budgets().max_events == 10_000  # the entry budget defaults to the function tracer's

@@ -1,0 +1,388 @@
+"""Entry tracer: trace a repository's own functions in one thread, and mark each of their calls as an entry.
+
+Every call of a repository function is an *entry*; nested calls into the repository are entries too.
+One event stream per test is written once (single pass, no re-tracing), and each entry is a contiguous
+range of it: while a frame runs, everything the thread does in repository code happens in that frame
+or in frames it called. The host cuts each entry's events out of the stream
+(`pipeline.stages.repos.cut`); `tracers.pytest_plugin` documents the stream and starts and stops the
+tracer per test.
+
+What counts as the repository's code: files under the worktree (or its install copy) whose relative
+path matches an `include` glob and no `exclude` glob; conftest.py and test modules (`test_*.py`,
+`*_test.py`) never count: test functions are callers, not entries. Entries are plain functions and
+methods; generator and coroutine functions, lambdas and comprehensions are traced only inside
+another entry. Only the thread that runs the tests is traced.
+
+Budgets: per entry `max_events` and `max_bytes` (an entry past them is cut: exit `never`,
+`truncated`); entries per test, per function per test and per function over the run; nesting depth of
+open entries; events per test; bytes of the whole output. The stream records an event only while the
+innermost open entry is within its budgets, so a test never writes more than its entries need.
+Standard library only.
+"""
+
+import bisect
+import json
+import sys
+from array import array
+from itertools import islice
+from operator import is_
+
+from tracers.repo_code import CO_NEWLOCALS, CodeInfo, render_input
+from tracers.saferepr import Limits, SafeRepr
+
+DEFAULT_BUDGETS = {
+    "max_events": 10_000,
+    "max_bytes": 8 << 20,
+    "max_entries_per_test": 200,
+    "max_entries_per_function_per_test": 20,
+    "max_entries_per_function": 200,
+    "max_entry_depth": 8,
+    "max_test_events": 200_000,
+    "max_output_bytes": 192 << 20,
+}
+
+
+_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), complex})
+_FLAT = frozenset({list, tuple, dict})
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _signature(value, kind, max_items):
+    """What a flat container's repr depends on: its length and the items it shows (only when those are
+    immutable scalars); None when it cannot be cached. The signature holds the items themselves, so
+    none can be freed and its address reused while the cache compares them by identity."""
+    items = islice(value.items() if kind is dict else value, max_items + 1)
+    shown = [part for item in items for part in item] if kind is dict else list(items)
+    if not _IMMUTABLE.issuperset(map(type, shown)):
+        return None
+    return len(value), shown
+
+
+def _same(signature, cached):
+    return (
+        cached is not None
+        and signature[0] == cached[0]
+        and len(signature[1]) == len(cached[1])
+        and all(map(is_, signature[1], cached[1]))
+    )
+
+
+class _Entry:
+    __slots__ = ("frame_id", "start", "start_bytes", "info", "input", "code")
+
+    def __init__(self, frame_id, start, start_bytes, info, code):
+        self.frame_id = frame_id
+        self.start = start
+        self.start_bytes = start_bytes
+        self.info = info
+        self.code = code
+        self.input = ""
+
+
+class EntryTracer:
+    """Traces the repository's frames of one thread, test by test, into one stream with entry marks."""
+
+    def __init__(self, sink, path_filter, budgets=None, limits=None, replacements=(), abort_types=()):
+        self.sink = sink
+        self.filter = path_filter
+        budgets = dict(DEFAULT_BUDGETS, **(budgets or {}))
+        self.max_events = int(budgets["max_events"])
+        self.max_bytes = int(budgets["max_bytes"])
+        self.max_entries_per_test = int(budgets["max_entries_per_test"])
+        self.max_per_function_test = int(budgets["max_entries_per_function_per_test"])
+        self.max_per_function = int(budgets["max_entries_per_function"])
+        self.max_entry_depth = int(budgets["max_entry_depth"])
+        self.max_test_events = int(budgets["max_test_events"])
+        self._repr = SafeRepr(limits or Limits())
+        self._replacements = [(old, new) for old, new in replacements if old]
+        self._abort_types = tuple(abort_types)
+        self._codes = {}
+        self._lines = {}
+        self._source_cache = {}
+        self._max_items = (limits or Limits()).max_items
+        self._function_counts = {}
+        self.n_events = 0
+        self.n_entries = 0
+        self.tracing = False
+        self._reset()
+
+    def _reset(self):
+        self._frames = {}  # frame -> [frame_id, depth, last_event, repr cache, parent_id, entry, recorded]
+        self._entries = []
+        self._ordinal = 0
+        self._n_bytes = 0
+        self._offsets = array("q")
+        self._next_frame = 0
+        self._test_entries = 0
+        self._test_function_counts = {}
+        self.halted = None
+
+    # -- test boundaries ----------------------------------------------------------------------------
+    def start(self):
+        self._reset()
+        self.tracing = True
+        sys.settrace(self._on_call)
+
+    def stop(self):
+        """Stop tracing the test; entries still open are closed as cut (exit never)."""
+        intact = sys.gettrace() == self._on_call
+        sys.settrace(None)
+        self.tracing = False
+        reason = self.halted or ("tracer_disabled" if not intact else "test_ended")
+        while self._entries:
+            entry = self._entries.pop()
+            self._write_entry(entry, "never", True, reason)
+        self._frames = {}
+        return intact
+
+    def halt(self, reason):
+        """Record nothing more in this test (a budget, or the test is being aborted)."""
+        if self.halted is None:
+            self.halted = reason
+
+    # -- hooks ----------------------------------------------------------------------------------------
+    def _on_call(self, frame, event, arg):
+        try:
+            code = frame.f_code
+            info = self._codes.get(code, False)
+            if info is False:
+                info = self._codes[code] = self._code_info(code)
+            if info is None:
+                return None
+            opens = info.can_enter and self._may_open(code)
+            recording = self._recording()
+            if not opens and not recording:
+                return None
+            parent_id, depth = self._parent_of(frame)
+            state = self._frames.get(frame)
+            if state is None:
+                state = [self._next_frame, depth, None, {}, parent_id, None, False]
+                self._next_frame += 1
+                self._frames[frame] = state
+            else:  # a generator resumed: its caller may have changed
+                state[1] = depth
+                state[4] = parent_id
+            entry = None
+            if opens:
+                entry = _Entry(state[0], self._ordinal, self._n_bytes, info, code)
+                self._entries.append(entry)
+                state[5] = entry
+                self._count(code)
+                recording = self._recording()
+            if recording:
+                pairs = self._emit(frame, state, info, "call", None)
+                if entry is not None and pairs is not None:
+                    entry.input = render_input(info, pairs)
+            else:
+                state[2] = "call"
+                state[6] = False
+            return self._on_event
+        except self._abort_types:
+            raise
+        except BaseException as error:
+            return self._fail(error)
+
+    def _on_event(self, frame, event, arg):
+        try:
+            state = self._frames.get(frame)
+            if state is None:
+                return None
+            if event == "return" and state[2] == "exception":
+                self._frame_end(frame, state, "error")  # ends with its exception node
+                return None
+            if event == "exception":
+                arg = arg[1] if arg[1] is not None else arg[0]
+            if self._recording():
+                self._emit(frame, state, self._codes[frame.f_code], event, arg)
+            else:
+                state[2] = event
+                state[6] = False
+            if event == "return":
+                self._frame_end(frame, state, "normal")
+                return None
+            return self._on_event
+        except self._abort_types:
+            raise
+        except BaseException as error:
+            return self._fail(error)
+
+    # -- bookkeeping -----------------------------------------------------------------------------------
+    def _code_info(self, code):
+        path = self.filter.relpath(code.co_filename)
+        if path is None or code.co_name == "<module>" or not code.co_flags & CO_NEWLOCALS:
+            return None
+        return CodeInfo(code, path)
+
+    def _may_open(self, code):
+        return (
+            self.halted is None
+            and len(self._entries) < self.max_entry_depth
+            and self._test_entries < self.max_entries_per_test
+            and self._test_function_counts.get(code, 0) < self.max_per_function_test
+            and self._function_counts.get(code, 0) < self.max_per_function
+        )
+
+    def _count(self, code):
+        self._test_entries += 1
+        self.n_entries += 1
+        self._test_function_counts[code] = self._test_function_counts.get(code, 0) + 1
+        self._function_counts[code] = self._function_counts.get(code, 0) + 1
+
+    def _recording(self):
+        if self.halted is not None or not self._entries:
+            return False
+        top = self._entries[-1]
+        return self._ordinal - top.start < self.max_events and self._n_bytes - top.start_bytes < self.max_bytes
+
+    def _parent_of(self, frame):
+        caller = frame.f_back
+        frames = self._frames
+        while caller is not None:
+            state = frames.get(caller)
+            if state is not None:
+                return state[0], state[1] + 1
+            caller = caller.f_back
+        return None, 0
+
+    def _frame_end(self, frame, state, exit_):
+        info = self._codes.get(frame.f_code)
+        if info is None or not info.suspends:
+            self._frames.pop(frame, None)  # a generator keeps its id across resumes
+        entry = state[5]
+        if entry is None:
+            return
+        state[5] = None
+        if entry in self._entries:
+            while self._entries:
+                top = self._entries.pop()
+                if top is entry:
+                    break
+                self._write_entry(top, "never", True, "tracer_error")
+        truncated = not state[6]
+        self._write_entry(
+            entry, "never" if truncated else exit_, truncated, self._cut_reason(entry) if truncated else None
+        )
+
+    def _cut_reason(self, entry):
+        if self.halted is not None:
+            return self.halted
+        count = self._ordinal - entry.start
+        return "max_events" if count >= self.max_events else "max_bytes"
+
+    def _write_entry(self, entry, exit_, truncated, reason):
+        end = self._ordinal
+        limit = min(end, entry.start + self.max_events)
+        by_bytes = bisect.bisect_left(self._offsets, entry.start_bytes + self.max_bytes, entry.start, end)
+        n = max(0, min(limit, by_bytes) - entry.start)
+        if n == 0:
+            return  # nothing of it was recorded (halted before its call)
+        info = entry.info
+        self.sink.obj(
+            type="entry",
+            frame=entry.frame_id,
+            start=entry.start,
+            n=n,
+            end=end,
+            exit=exit_,
+            truncated=truncated,
+            reason=reason,
+            path=info.path,
+            qualname=info.qualname,
+            firstlineno=info.firstlineno,
+            input=entry.input,
+        )
+
+    # -- recording ---------------------------------------------------------------------------------------
+    def _emit(self, frame, state, info, event, arg):
+        """Write one event line (the same JSON `json.dumps` gives, assembled from cached pieces)."""
+        lineno = frame.f_lineno
+        fragments, pairs = self._locals(frame, state[3])
+        parent = state[4]
+        line = '[%d,"%s",%d,%s,%d,%d,%s,%s,[%s],%s]' % (
+            self._ordinal,
+            event,
+            state[0],
+            "null" if parent is None else parent,
+            state[1],
+            lineno,
+            info.qualname_json,
+            self._source_json(frame.f_code.co_filename, lineno),
+            ",".join(fragments),
+            "null" if event in ("call", "line") else _dumps(self._text(arg)),
+        )
+        if not self.sink.write(line):
+            self.halt("max_output_bytes")
+            state[2] = event
+            state[6] = False
+            return None
+        self._offsets.append(self._n_bytes)
+        self._ordinal += 1
+        self._n_bytes += len(line) + 1
+        self.n_events += 1
+        state[2] = event
+        state[6] = True
+        if self._ordinal >= self.max_test_events:
+            self.halt("max_test_events")
+        return pairs
+
+    def _text(self, value):
+        text = self._repr(value)
+        if "/" in text:
+            for old, new in self._replacements:
+                text = text.replace(old, new)
+        return text
+
+    def _locals(self, frame, cache):
+        """([JSON of [name, repr]], [(name, repr)]) in frame order.
+
+        A local keeps its repr (and its JSON) while it is the same object and, for a flat builtin
+        container, while the objects it shows are the same immutable ones: re-rendering lists at every
+        line is what tracing spends most of its time on otherwise."""
+        fragments, pairs = [], []
+        max_items = self._max_items
+        for name, value in frame.f_locals.items():
+            hit = cache.get(name)
+            kind = type(value)
+            if kind in _IMMUTABLE:
+                if hit is not None and hit[0] is value:
+                    fragments.append(hit[2])
+                    pairs.append((name, hit[1]))
+                    continue
+                signature = None
+            elif kind in _FLAT:
+                signature = _signature(value, kind, max_items)
+                if signature is not None and hit is not None and hit[0] is value and _same(signature, hit[3]):
+                    fragments.append(hit[2])
+                    pairs.append((name, hit[1]))
+                    continue
+            else:
+                signature = None
+            text = self._text(value)
+            fragment = _dumps([name, text])
+            if kind in _IMMUTABLE or signature is not None:
+                cache[name] = (value, text, fragment, signature)
+            fragments.append(fragment)
+            pairs.append((name, text))
+        return fragments, pairs
+
+    def _source_json(self, filename, lineno):
+        key = (filename, lineno)
+        text = self._source_cache.get(key)
+        if text is None:
+            text = self._source_cache[key] = _dumps(self._source(filename, lineno))
+        return text
+
+    def _source(self, filename, lineno):
+        lines = self._lines.get(filename)
+        if lines is None:
+            try:
+                with open(filename, encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                lines = []
+            self._lines[filename] = lines
+        return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+
+    def _fail(self, error):
+        self.halt("recursion_limit" if isinstance(error, RecursionError) else "tracer_error:" + type(error).__name__)
+        return None
