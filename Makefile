@@ -1,22 +1,35 @@
-# The two commands: `make run` (the main job on the bundled examples) and `make test` (the whole suite).
+# The two commands: `make run` (the main job on the bundled examples) and `make test` (lint, then the whole
+# suite). Each first makes sure the machine has what it needs (scripts/prereqs.sh: Debian packages, dockerd).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT ?= out
 
-.PHONY: run test clean
+.PHONY: run test lint prereqs-run prereqs-test clean
 
-$(STAMP): pyproject.toml
+prereqs-run:
+	@scripts/prereqs.sh run
+
+prereqs-test:
+	@scripts/prereqs.sh test
+
+$(STAMP): pyproject.toml | prereqs-run
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-run: $(STAMP)
+run: prereqs-run $(STAMP)
 	$(VENV)/bin/tracegen trace-functions --input examples/functions.jsonl --out $(OUT) --overwrite
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pyright pipeline
+	cd go_harness && test -z "$$(gofmt -l .)" && go vet ./...
+
+test: prereqs-test $(STAMP) lint
 	cd go_harness && go test ./...
 	$(PY) -m pytest -q
 
