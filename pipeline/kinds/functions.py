@@ -5,13 +5,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import KindConfig
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import add_sampling_arguments, add_sandbox_argument, sampling_from
-from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.kinds.options import SandboxedConfig, add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
@@ -101,12 +100,11 @@ def chunk_units(
 
 
 @dataclass(frozen=True)
-class FunctionsConfig(KindConfig):
+class FunctionsConfig(SandboxedConfig):
     """What a function-tracing job computes: the sandbox, the chunking, the tracer's budgets, the
     trajectory sampling and the dedup parameters."""
 
     kind: ClassVar[str] = "functions"
-    sandbox: str = "bwrap"
     chunk_size: int = 16
     trace: TraceSettings = field(default_factory=TraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
@@ -114,8 +112,6 @@ class FunctionsConfig(KindConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.sandbox not in BACKENDS:
-            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
         if type(self.chunk_size) is not int or self.chunk_size < 1:
             raise ValueError(f"chunk_size must be a positive int, got {self.chunk_size!r}")
 

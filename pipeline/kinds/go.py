@@ -12,13 +12,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import KindConfig
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import add_sandbox_argument
-from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument
+from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.go import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
@@ -26,17 +25,11 @@ from pipeline.stages.go.runs import GoSettings, GoTools, trace_program
 
 
 @dataclass(frozen=True)
-class GoConfig(KindConfig):
+class GoConfig(SandboxedConfig):
     """What a Go tracing job computes: the sandbox and the Go settings (runs, timeouts, limits, race)."""
 
     kind: ClassVar[str] = "go"
-    sandbox: str = "bwrap"
     go: GoSettings = field(default_factory=GoSettings)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.sandbox not in BACKENDS:
-            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,9 +1,23 @@
-"""Command-line options that several kinds share, each defined once: the sandbox and trajectory sampling."""
+"""What several kinds share, defined once: the sandbox setting and its option, the trajectory sampling options."""
 
 import argparse
+from dataclasses import dataclass
 
+from pipeline.engine.config import KindConfig
 from pipeline.sandbox import BACKENDS
 from pipeline.stages.trajectories import SamplingSettings
+
+
+@dataclass(frozen=True)
+class SandboxedConfig(KindConfig):
+    """The config base of a kind whose units run untrusted code: which sandbox backend runs it."""
+
+    sandbox: str = "bwrap"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sandbox not in BACKENDS:
+            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
 
 
 def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:

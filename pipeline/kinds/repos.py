@@ -18,13 +18,13 @@ import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import UNHASHED, KindConfig
+from pipeline.engine.config import UNHASHED
 from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
-from pipeline.kinds.options import add_sampling_arguments, add_sandbox_argument, sampling_from
-from pipeline.sandbox import BACKENDS, check_sandbox, make_sandbox
+from pipeline.kinds.options import SandboxedConfig, add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
 from pipeline.stages.repos.run import RepoTraceSettings
@@ -37,22 +37,16 @@ def default_cache_dir() -> str:
 
 
 @dataclass(frozen=True)
-class ReposConfig(KindConfig):
+class ReposConfig(SandboxedConfig):
     """What a repository-tracing job computes (the sandbox, entry budgets, sampling) and where its caches
     live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
 
     kind: ClassVar[str] = "repos"
-    sandbox: str = "bwrap"
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     cache_dir: str = field(default="", metadata=UNHASHED)
     work_dir: str = field(default="", metadata=UNHASHED)
     pip_cache_dir: str = field(default="", metadata=UNHASHED)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.sandbox not in BACKENDS:
-            raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
 
     @property
     def seed(self) -> int:
