@@ -19,8 +19,8 @@ func (g *gInfo) gpath() string {
 }
 
 // finish settles a held preemption (see settlePreemption: it reads
-// res.TraceError, so that must be set first), then assigns dense canonical ids
-// and fills the summary fields.
+// res.TraceError, so that must be set first), decides AllBlocked and Leaked,
+// then assigns dense canonical ids and fills the summary fields.
 //
 // Canonical ids: every emitted goroutine has a key path (roots "0", "1", ...
 // in creation order; a child is its creator's path plus its creation rank
@@ -32,20 +32,33 @@ func (g *gInfo) gpath() string {
 // come next.
 func (p *traceParser) finish() {
 	p.settlePreemption()
-	var emitted []*gInfo
 	anyAlive, allBlocked := false, true
+	wholeTrace := !p.stopped && p.res.TraceError == ""
+	var leaked []*gInfo
+	for _, g := range p.gs {
+		alive := g.state != trace.GoNotExist && g.state != trace.GoUndetermined
+		if !alive || !(g.kept || g.helper) {
+			continue
+		}
+		blocked := g.state == trace.GoWaiting && deadlockReasons[g.reason]
+		if g.kept {
+			anyAlive = true
+		}
+		if !blocked {
+			allBlocked = false
+		}
+		if g.kept && blocked && wholeTrace {
+			leaked = append(leaked, g)
+			g.emitted = true // a leaked goroutine is always summarised
+		}
+	}
+	p.res.AllBlocked = anyAlive && allBlocked
+	var emitted []*gInfo
 	for _, g := range p.gs {
 		if g.emitted {
 			emitted = append(emitted, g)
 		}
-		if g.kept && g.state != trace.GoNotExist && g.state != trace.GoUndetermined {
-			anyAlive = true
-			if g.state != trace.GoWaiting || !deadlockReasons[g.reason] {
-				allBlocked = false
-			}
-		}
 	}
-	p.res.AllBlocked = anyAlive && allBlocked
 	sortByPath(emitted)
 	for i, g := range emitted {
 		g.canon = i
@@ -53,6 +66,11 @@ func (p *traceParser) finish() {
 			Goroutine: i, GPath: g.gpath(), StartFunction: p.rename(g.start),
 			FinalState: g.state.String(), FinalReason: g.reason,
 		})
+	}
+	sortByPath(leaked)
+	p.res.Leaked = []LeakedGoroutine{}
+	for _, g := range leaked {
+		p.res.Leaked = append(p.res.Leaked, LeakedGoroutine{Goroutine: g.canon, GPath: g.gpath(), Reason: g.reason})
 	}
 	for i := range p.res.Events {
 		ev := &p.res.Events[i]

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path"
 	"strings"
 
 	"golang.org/x/exp/trace"
@@ -46,6 +47,19 @@ func isUserFunc(fn string) bool {
 	return !stdRoots[root]
 }
 
+// generatedFiles are the files of a binary that are Go code but not the
+// program's: the test binary's generated main (`main.main` in _testmain.go)
+// and the harness's watchdog (its `main.main` calls the user's main).
+var generatedFiles = map[string]bool{"_testmain.go": true, watchdogFile: true}
+
+// isProgramFrame reports whether a frame is the program's own code: user
+// code (isUserFunc) that is neither generated (_testmain.go, the watchdog
+// file) nor one of the harness's main._tracegen* functions. fn is the raw
+// function name as in the trace (before the main rename).
+func isProgramFrame(fn, file string) bool {
+	return isUserFunc(fn) && !strings.HasPrefix(fn, "main._tracegen") && !generatedFiles[path.Base(file)]
+}
+
 // frame is one resolved source position.
 type frame struct {
 	Func string
@@ -53,25 +67,37 @@ type frame struct {
 	Line int
 }
 
-// topUserFrame returns the innermost frame of st that is user code; ok is
-// false when the stack has none (or is empty).
-func topUserFrame(st trace.Stack) (frame, bool) {
+// topProgramFrame returns the innermost frame of st that is program code
+// (isProgramFrame); ok is false when the stack has none (or is empty).
+func topProgramFrame(st trace.Stack) (frame, bool) {
 	for f := range st.Frames() {
-		if isUserFunc(f.Func) {
+		if isProgramFrame(f.Func, f.File) {
 			return frame{Func: f.Func, File: f.File, Line: int(f.Line)}, true
 		}
 	}
 	return frame{}, false
 }
 
-// firstFunc returns the innermost function name of st ("" for no stack). For
-// the stack carried by a GoCreate transition this is the new goroutine's
-// start function.
-func firstFunc(st trace.Stack) string {
+// firstFrame returns the innermost frame of st (the zero frame for no
+// stack). For the stack carried by a GoCreate transition this is the new
+// goroutine's start function; for the creation event's own stack it is the
+// function that executed the go statement.
+func firstFrame(st trace.Stack) frame {
 	for f := range st.Frames() {
-		return f.Func
+		return frame{Func: f.Func, File: f.File, Line: int(f.Line)}
 	}
-	return ""
+	return frame{}
+}
+
+// firstFunc returns the innermost function name of st ("" for no stack).
+func firstFunc(st trace.Stack) string { return firstFrame(st).Func }
+
+// hasFrames reports whether st has at least one frame.
+func hasFrames(st trace.Stack) bool {
+	for range st.Frames() {
+		return true
+	}
+	return false
 }
 
 // stackHas reports whether any frame of st is the function fn.

@@ -123,7 +123,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 		return enc.Encode(RunResult{
 			RunIndex: -1, Mode: mode, Status: "build_error", ExitCode: be.ExitCode,
 			DurationMs: time.Since(start).Milliseconds(), StderrTail: be.Output,
-			Events: []Event{}, Goroutines: []GoroutineSummary{},
+			Events: []Event{}, Goroutines: []GoroutineSummary{}, Leaked: []LeakedGoroutine{},
 		})
 	}
 	if err != nil {
@@ -142,12 +142,13 @@ func cmdRun(args []string, stdout io.Writer) error {
 
 // parseTrailer is the last line of `go_harness parse`.
 type parseTrailer struct {
-	End        bool               `json:"end"`
-	Mode       Mode               `json:"mode"`
-	NEvents    int                `json:"n_events"`
-	Truncated  bool               `json:"truncated"`
-	TraceError string             `json:"trace_error"`
-	Goroutines []GoroutineSummary `json:"goroutines"`
+	End         bool               `json:"end"`
+	Mode        Mode               `json:"mode"`
+	NEvents     int                `json:"n_events"`
+	Truncated   bool               `json:"truncated"`
+	TraceError  string             `json:"trace_error"`
+	Goroutines  []GoroutineSummary `json:"goroutines"`
+	Generations int                `json:"generations"`
 }
 
 func cmdParse(args []string, stdout io.Writer) error {
@@ -187,5 +188,6 @@ func cmdParse(args []string, stdout io.Writer) error {
 		}
 	}
 	return enc.Encode(parseTrailer{End: true, Mode: res.Mode, NEvents: len(res.Events),
-		Truncated: res.Truncated, TraceError: res.TraceError, Goroutines: res.Goroutines})
+		Truncated: res.Truncated, TraceError: res.TraceError, Goroutines: res.Goroutines,
+		Generations: res.Generations})
 }

@@ -57,6 +57,14 @@ type Event struct {
 	g, peer *gInfo // resolved to canonical ids by finish
 }
 
+// LeakedGoroutine is a program goroutine still blocked when a run ended
+// normally (status leak).
+type LeakedGoroutine struct {
+	Goroutine int    `json:"goroutine"`
+	GPath     string `json:"gpath"`
+	Reason    string `json:"reason"`
+}
+
 // GoroutineSummary describes one kept goroutine at the end of the trace.
 type GoroutineSummary struct {
 	Goroutine     int    `json:"goroutine"`
@@ -72,12 +80,25 @@ type ParseResult struct {
 	Events     []Event
 	Truncated  bool               // MaxEvents was reached; later events were dropped
 	TraceError string             // non-empty when the reader stopped before a clean EOF
-	Goroutines []GoroutineSummary // kept goroutines that appear in Events, by canonical id
+	Goroutines []GoroutineSummary // kept goroutines that appear in Events (and Leaked), by canonical id
+	// Generations is the number of complete trace generations read: the
+	// reader emits an EventSync when it starts each generation (it has read
+	// and checked the generation's bytes whole by then) and one more at the
+	// end of the trace or before an error, so a read to EOF or to an error
+	// has read one fewer than it saw syncs; a read stopped early (StopAtCap)
+	// has read as many. A trace that is a header and nothing else, or whose
+	// first generation is cut, has 0.
+	Generations int
 	// AllBlocked reports whether at the end of the trace (or where reading
 	// stopped, see StopAtCap) at least one kept goroutine still existed and
-	// every existing kept goroutine was Waiting for a reason in
-	// deadlockReasons.
+	// every existing kept goroutine (and standard-library helper, see
+	// keep.go) was Waiting for a reason in deadlockReasons.
 	AllBlocked bool
+	// Leaked lists the kept goroutines Waiting for a reason in
+	// deadlockReasons at the end of the trace, by canonical id; set only when
+	// the whole trace was read without error (never with a StopAtCap stop).
+	// Each is also in Goroutines, even if it has no event (a truncated run).
+	Leaked []LeakedGoroutine
 }
 
 // deadlockReasons are the block reasons that nothing but another program
@@ -89,13 +110,17 @@ var deadlockReasons = map[string]bool{
 
 // gInfo is the parser's view of one raw goroutine.
 type gInfo struct {
-	kept     bool
-	path     []int // canonical key path; "0" is the first root
-	children int   // kept goroutines created so far by this one
-	start    string
-	state    trace.GoState
-	reason   string
-	resume   frame // where the goroutine will continue when next started
+	kept   bool
+	helper bool // a dropped standard-library helper serving the program (keep.go)
+	// runtimeStarted: created by the runtime, not by a go statement of a
+	// goroutine (time.AfterFunc); its GoCreate has no peer and no frame.
+	runtimeStarted bool
+	path           []int // canonical key path; "0" is the first root
+	children       int   // kept goroutines created so far by this one
+	start          string
+	state          trace.GoState
+	reason         string
+	resume         frame // where the goroutine will continue when next started
 	// inSlowExit: the goroutine left a syscall without a P (Syscall->Runnable);
 	// its next start is reported as the syscall's exit.
 	inSlowExit bool
@@ -112,6 +137,7 @@ type rawTransition struct {
 	reason   string
 	stack    trace.Stack // the transition's stack (start stack for GoCreate)
 	evStack  trace.Stack // the event's stack (the creator's/unblocker's)
+	gen      int         // syncs seen so far: stacks of different generations never compare equal
 }
 
 // maxBufferedTransitions bounds memory in auto mode, the only mode that
@@ -120,22 +146,33 @@ const maxBufferedTransitions = 2_000_000
 
 // readTransitions calls fn for each goroutine transition until EOF, the first
 // reader error or fn returning false, and returns the reader's error text
-// ("" at a clean EOF or when fn stopped it). A trace cut short still yields
-// every complete generation before the error.
-func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
+// ("" at a clean EOF or when fn stopped it) and the number of complete
+// generations read (see ParseResult.Generations). A trace cut short still
+// yields every complete generation before the error.
+func readTransitions(r io.Reader, fn func(*rawTransition) bool) (string, int) {
 	rd, err := trace.NewReader(r)
 	if err != nil {
-		return err.Error()
+		return err.Error(), 0
 	}
+	syncs := 0
 	for {
 		ev, err := rd.ReadEvent()
-		if errors.Is(err, io.EOF) {
-			return ""
-		}
 		if err != nil {
-			return err.Error()
+			// The last sync seen ended the trace (EOF), came before the error
+			// (a generation that could not be read), or started the generation
+			// the error is in: it did not start a complete generation.
+			gens := max(syncs-1, 0)
+			if errors.Is(err, io.EOF) {
+				return "", gens
+			}
+			return err.Error(), gens
 		}
-		if ev.Kind() != trace.EventStateTransition {
+		switch ev.Kind() {
+		case trace.EventSync:
+			syncs++
+			continue
+		case trace.EventStateTransition:
+		default:
 			continue
 		}
 		st := ev.StateTransition()
@@ -145,10 +182,10 @@ func readTransitions(r io.Reader, fn func(*rawTransition) bool) string {
 		from, to := st.Goroutine()
 		rt := rawTransition{
 			t: ev.Time(), id: st.Resource.Goroutine(), actor: ev.Goroutine(),
-			from: from, to: to, reason: st.Reason, stack: st.Stack, evStack: ev.Stack(),
+			from: from, to: to, reason: st.Reason, stack: st.Stack, evStack: ev.Stack(), gen: syncs,
 		}
 		if !fn(&rt) {
-			return ""
+			return "", syncs // stopped inside a generation read whole
 		}
 	}
 }
@@ -163,20 +200,22 @@ func ParseTrace(r io.Reader, opt ParseOptions) (*ParseResult, error) {
 		return nil, fmt.Errorf("max events must be positive, got %d", opt.MaxEvents)
 	}
 	res := &ParseResult{Mode: opt.Mode, Events: []Event{}, Goroutines: []GoroutineSummary{}}
-	p := &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}}
+	p := newParser(opt, res)
 	if opt.Mode != ModeAuto {
-		res.TraceError = readTransitions(r, func(rt *rawTransition) bool {
+		res.TraceError, res.Generations = readTransitions(r, func(rt *rawTransition) bool {
 			p.step(rt)
-			return !(opt.StopAtCap && res.Truncated)
+			p.stopped = opt.StopAtCap && res.Truncated
+			return !p.stopped
 		})
 	} else {
 		var raws []rawTransition
-		res.TraceError = readTransitions(r, func(rt *rawTransition) bool {
+		res.TraceError, res.Generations = readTransitions(r, func(rt *rawTransition) bool {
 			raws = append(raws, *rt)
 			return len(raws) < maxBufferedTransitions
 		})
 		if len(raws) >= maxBufferedTransitions {
 			res.TraceError = "too many goroutine transitions to buffer; stopped reading"
+			p.stopped = true
 		}
 		res.Mode = detectMode(raws)
 		for i := range raws {
@@ -192,12 +231,27 @@ type traceParser struct {
 	res            *ParseResult
 	gs             map[trace.GoID]*gInfo
 	roots          int
+	sites          map[int]int // goroutines kept so far per site root (keepAtSite)
 	t0             trace.Time
 	started        bool
-	heldPreemption *Event // see emit
+	stopped        bool                  // reading stopped before the end of the trace
+	heldPreemption *Event                // see emit
+	frames         map[trace.Stack]frame // programFrame's cache, for the generation framesGen
+	framesGen      int
+}
+
+func newParser(opt ParseOptions, res *ParseResult) *traceParser {
+	return &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}, sites: map[int]int{},
+		frames: map[trace.Stack]frame{}}
 }
 
 func (p *traceParser) step(rt *rawTransition) {
+	if rt.gen != p.framesGen {
+		// A new generation has its own stack table: drop the old one's frames
+		// (and with them the references that would keep that table alive).
+		clear(p.frames)
+		p.framesGen = rt.gen
+	}
 	g := p.g(rt.id)
 	if rt.from == trace.GoUndetermined || rt.from == rt.to {
 		// Per-generation status record: learn the state, emit nothing.
@@ -206,6 +260,12 @@ func (p *traceParser) step(rt *rawTransition) {
 	}
 	if rt.from == trace.GoNotExist {
 		p.created(g, rt)
+	}
+	if !g.kept || p.res.Truncated {
+		// Not the program's, or past the cap (nothing more is emitted): only
+		// the state matters (final states, AllBlocked, Leaked).
+		p.setState(g, rt)
+		return
 	}
 	name, reason := transitionEvent(rt.from, rt.to, rt.reason)
 	// Fold a slow syscall exit (Syscall->Runnable, then Runnable->Running)
@@ -225,36 +285,31 @@ func (p *traceParser) step(rt *rawTransition) {
 	var peer *gInfo
 	switch name {
 	case "GoCreate", "GoUnblock":
-		// The event's own stack is the creator's / unblocker's.
-		pos = p.userFrame(rt.evStack)
-		if a := p.gs[rt.actor]; a != nil && a.kept && rt.actor != rt.id {
-			peer = a
+		// The event's own stack is the creator's / unblocker's. A goroutine
+		// the runtime started has neither a creator nor a creating frame.
+		if !(name == "GoCreate" && g.runtimeStarted) {
+			pos = p.programFrame(rt.evStack)
+			if a := p.gs[rt.actor]; a != nil && a.kept && rt.actor != rt.id {
+				peer = a
+			}
 		}
 	case "GoStart":
 		pos = g.resume
 	case "GoSyscall":
-		pos = p.userFrame(rt.stack)
-		if pos.Func == "" {
-			pos = g.resume // a syscall exit carries no stack: it returns where it entered
-		} else {
-			g.resume = pos
+		// A syscall exit carries no stack: it returns where it entered.
+		if hasFrames(rt.stack) {
+			g.resume = p.programFrame(rt.stack)
 		}
+		pos = g.resume
 	case "GoEnd":
 	default: // GoBlock, GoSched: the goroutine's own stack
-		pos = p.userFrame(rt.stack)
-		if pos.Func != "" {
-			g.resume = pos
-		}
+		// The goroutine resumes here: the innermost program frame, or none
+		// (e.g. tRunner blocking in the testing package after the test
+		// function returned). A frame seen before never carries over.
+		pos = p.programFrame(rt.stack)
+		g.resume = pos
 	}
-	g.state = rt.to
-	if rt.to == trace.GoWaiting {
-		g.reason = rt.reason
-	} else {
-		g.reason = ""
-	}
-	if !g.kept {
-		return
-	}
+	p.setState(g, rt)
 	if len(p.res.Events) >= p.opt.MaxEvents {
 		p.res.Truncated = true
 		return
@@ -318,14 +373,35 @@ func (p *traceParser) append(ev Event) {
 	p.res.Events = append(p.res.Events, ev)
 }
 
-// userFrame is the innermost user frame of st with the rename and file
-// prefix options applied; the zero frame when there is none.
-func (p *traceParser) userFrame(st trace.Stack) frame {
-	f, ok := topUserFrame(st)
-	if !ok {
-		return frame{}
+// setState records the goroutine's state after the transition.
+func (p *traceParser) setState(g *gInfo, rt *rawTransition) {
+	g.state = rt.to
+	if rt.to == trace.GoWaiting {
+		g.reason = rt.reason
+	} else {
+		g.reason = ""
 	}
-	return frame{Func: p.rename(f.Func), File: strings.TrimPrefix(f.File, p.opt.FilePrefix), Line: f.Line}
+}
+
+// maxCachedFrames bounds the frame cache of one generation.
+const maxCachedFrames = 1 << 16
+
+// programFrame is the innermost program frame of st (topProgramFrame) with
+// the rename and file prefix options applied; the zero frame when there is
+// none.
+func (p *traceParser) programFrame(st trace.Stack) frame {
+	if f, ok := p.frames[st]; ok {
+		return f
+	}
+	var out frame
+	if f, ok := topProgramFrame(st); ok {
+		out = frame{Func: p.rename(f.Func), File: strings.TrimPrefix(f.File, p.opt.FilePrefix), Line: f.Line}
+	}
+	if len(p.frames) >= maxCachedFrames {
+		clear(p.frames)
+	}
+	p.frames[st] = out
+	return out
 }
 
 func (p *traceParser) rename(fn string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -133,7 +134,7 @@ func replay(mode Mode, raws []rawTransition, traceError string) (res *ParseResul
 	opt := DefaultParseOptions()
 	opt.Mode = mode
 	res = &ParseResult{Mode: mode, Events: []Event{}, Goroutines: []GoroutineSummary{}, TraceError: traceError}
-	p := &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}}
+	p := newParser(opt, res)
 	for i := range raws {
 		p.step(&raws[i])
 	}
@@ -248,7 +249,7 @@ func TestSyntheticTestRootsAndCap(t *testing.T) {
 	opt := DefaultParseOptions()
 	opt.Mode, opt.MaxEvents = ModeTest, 2
 	capped := &ParseResult{Mode: ModeTest, Events: []Event{}}
-	p := &traceParser{opt: opt, res: capped, gs: map[trace.GoID]*gInfo{}}
+	p := newParser(opt, capped)
 	for i := range raws {
 		p.step(&raws[i])
 	}
@@ -324,5 +325,192 @@ func TestACutTraceDropsAHeldPreemption(t *testing.T) {
 	}
 	if held != 3 {
 		t.Fatalf("%d cuts held a preemption, want 3", held)
+	}
+}
+
+// stkAt builds a stack from "func@file" entries (innermost first).
+func stkAt(entries ...string) trace.Stack {
+	var fr []trace.StackFrame
+	for i, e := range entries {
+		fn, file, _ := strings.Cut(e, "@")
+		fr = append(fr, trace.StackFrame{PC: uint64(100 + i), Func: fn, File: file, Line: uint64(20 + i)})
+	}
+	return trace.MakeStack(fr)
+}
+
+func TestProgramFrames(t *testing.T) {
+	for _, c := range []struct {
+		fn, file string
+		want     bool
+	}{
+		{"main.main", "prog/main.go", true},
+		{"main.main", "_testmain.go", false}, // the test binary's generated main
+		{"main.main", "prog/_testmain.go", false},
+		{"main.main", "prog/" + watchdogFile, false}, // the harness's main, calling the user's
+		{"main._tracegenStop.func1", "prog/" + watchdogFile, false},
+		{"prog.TestX", "prog/x_test.go", true},
+		{"testing.tRunner", "testing/testing.go", false},
+	} {
+		if got := isProgramFrame(c.fn, c.file); got != c.want {
+			t.Errorf("isProgramFrame(%q, %q) = %v, want %v", c.fn, c.file, got, c.want)
+		}
+	}
+}
+
+// A test root's creation and the testing main goroutine's unblocks have only
+// the generated main (_testmain.go) below the testing package: no frame. A
+// goroutine's position before a folded preemption never carries over to its
+// later events once it moved into code without a program frame.
+func TestFramesAreProgramFramesOrNone(t *testing.T) {
+	const (
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+		sc = trace.GoSyscall
+	)
+	testMain := stkAt("testing.(*T).Run@testing/testing.go", "testing.runTests.func1@testing/testing.go",
+		"testing.tRunner@testing/testing.go", "testing.runTests@testing/testing.go",
+		"testing.(*M).Run@testing/testing.go", "main.main@_testmain.go")
+	inTesting := stkAt("runtime.gopark@runtime/proc.go", "testing.tRunner.func1@testing/testing.go",
+		"testing.tRunner@testing/testing.go")
+	raws := []rawTransition{
+		{t: 10, id: 6, actor: 1, from: ne, to: rb, stack: stkAt("testing.tRunner@testing/testing.go"), evStack: testMain},
+		{t: 20, id: 6, from: rb, to: rn},
+		{t: 30, id: 6, from: rn, to: rb, reason: "preempted", stack: stkAt("prog.TestA@prog/a_test.go", "testing.tRunner@testing/testing.go")},
+		{t: 40, id: 6, from: rb, to: rn}, // folded with the preemption
+		{t: 50, id: 6, from: rn, to: sc, stack: stkAt("syscall.write@syscall/syscall.go", "testing.tRunner.func1@testing/testing.go")},
+		{t: 60, id: 6, from: sc, to: rn},
+		{t: 70, id: 6, from: rn, to: wt, reason: "chan receive", stack: inTesting},
+		{t: 80, id: 6, actor: 1, from: wt, to: rb, evStack: stkAt("testing.(*M).Run@testing/testing.go", "main.main@_testmain.go")},
+		{t: 90, id: 6, from: rb, to: rn},
+		{t: 100, id: 6, from: rn, to: ne},
+	}
+	res := synth(ModeTest, raws)
+	var got []string
+	for _, e := range res.Events {
+		got = append(got, fmt.Sprintf("%s %s %q %s", e.Event, e.Reason, e.Function, e.File))
+	}
+	want := []string{
+		`GoCreate  "" `, `GoStart  "" `,
+		`GoSyscall enter "" `, `GoSyscall exit "" `, `GoBlock chan receive "" `,
+		`GoUnblock  "" `, `GoStart  "" `, `GoEnd  "" `,
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
+}
+
+// Goroutines no program goroutine created: time.AfterFunc callbacks (no
+// creating goroutine, or the timer machinery on whatever goroutine ran it)
+// with a program start function are kept under a root of their own, keyed
+// by the start function, numbered per root in creation order; standard-
+// library helpers are dropped but count for the deadlock rule.
+func TestRuntimeStartedAndHelperGoroutines(t *testing.T) {
+	const (
+		ud = trace.GoUndetermined
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+		sc = trace.GoSyscall
+		no = trace.NoGoroutine
+	)
+	tick, tock := siteRoot("main.tick"), siteRoot("main.tock")
+	raws := []rawTransition{
+		{t: 1, id: 1, from: ud, to: rn},
+		{t: 2, id: 2, actor: no, from: ne, to: rb, stack: stk("main.tick")},                                                                    // AfterFunc callback: kept
+		{t: 3, id: 3, actor: no, from: ne, to: rb, stack: stk("main.tick")},                                                                    // the same function again
+		{t: 4, id: 4, actor: no, from: ne, to: rb, stack: stk("context.WithDeadlineCause.func2")},                                              // the library's own callback
+		{t: 5, id: 5, actor: 1, from: ne, to: rb, stack: stk("os/exec.(*Cmd).Start.func2"), evStack: stk("os/exec.(*Cmd).Start", "main.main")}, // helper
+		{t: 6, id: 6, actor: 5, from: ne, to: rb, stack: stk("io.copyBuffer"), evStack: stk("os/exec.(*Cmd).Start.func2")},                     // helper's helper
+		{t: 7, id: 7, actor: 1, from: ne, to: rb, stack: stk("sync.(*WaitGroup).Go.func1"), evStack: stk("sync.(*WaitGroup).Go", "main.main")}, // wrapper: kept
+		{t: 8, id: 8, actor: 1, from: ne, to: rb, stack: stk("net/http.(*Server).Serve"), evStack: stk("main.main")},                           // go statement in the program: kept
+		{t: 9, id: 9, actor: 2, from: ne, to: rb, stack: stk("main.child"), evStack: stk("main.tick")},                                         // a callback's child
+		{t: 10, id: 10, actor: 1, from: ne, to: rb, stack: stk("main.tock"), evStack: stk("time.goFunc", "runtime.(*timer).unlockAndRun", "main.main")},
+		{t: 11, id: 11, actor: 1, from: ne, to: rb, stack: stk("runtime.gcBgMarkWorker"), evStack: stk("runtime.gcBgMarkStartWorkers", "main.main")},
+		{t: 12, id: 1, from: rn, to: wt, reason: "chan receive", stack: stk("main.main")},
+		{t: 13, id: 5, from: rb, to: rn},
+		{t: 14, id: 5, from: rn, to: sc, stack: stk("syscall.read")},
+		{t: 15, id: 11, from: rb, to: rn},
+		{t: 16, id: 11, from: rn, to: wt, reason: "GC worker (idle)", stack: stk("runtime.gopark")},
+	}
+	for _, id := range []trace.GoID{2, 3, 7, 8, 9, 10} { // every kept goroutine parks
+		raws = append(raws, rawTransition{t: 20 + trace.Time(id), id: id, from: rb, to: rn},
+			rawTransition{t: 40 + trace.Time(id), id: id, from: rn, to: wt, reason: "select", stack: stk("main.main")})
+	}
+	paths := func(res *ParseResult) map[string]string {
+		m := map[string]string{}
+		for _, g := range res.Goroutines {
+			m[g.GPath] = g.StartFunction
+		}
+		return m
+	}
+	res := synth(ModeMain, raws)
+	want := map[string]string{
+		"0": "main.main", "0.1": "sync.(*WaitGroup).Go.func1", "0.2": "net/http.(*Server).Serve",
+		fmt.Sprintf("%d.1", tick): "main.tick", fmt.Sprintf("%d.2", tick): "main.tick",
+		fmt.Sprintf("%d.1.1", tick): "main.child", fmt.Sprintf("%d.1", tock): "main.tock",
+	}
+	if got := paths(res); !reflect.DeepEqual(got, want) {
+		t.Fatalf("goroutines %v, want %v", got, want)
+	}
+	for _, e := range res.Events {
+		if e.Event == "GoCreate" && strings.HasPrefix(e.GPath, fmt.Sprint(tock)) && (e.Peer != -1 || e.Function != "") {
+			t.Fatalf("a timer-started goroutine has no creator: %+v", e)
+		}
+	}
+	if res.AllBlocked {
+		t.Fatal("a helper in a syscall can still unblock the program: not all blocked")
+	}
+	if len(res.Leaked) != 7 { // main too: it ends blocked here
+		t.Fatalf("leaked %+v", res.Leaked)
+	}
+	// Once the helpers are gone (and the GC worker idles), everything is blocked.
+	done := append(slices.Clone(raws), rawTransition{t: 90, id: 5, from: sc, to: ne}, rawTransition{t: 91, id: 6, from: rb, to: ne})
+	if res := synth(ModeMain, done); !res.AllBlocked {
+		t.Fatal("all program goroutines blocked, no helper left: all blocked")
+	}
+	// The root of a start function is the same in every run and never a test root.
+	if tick != siteRoot("main.tick") || tick == tock || tick < 100_000_000 || tick > 999_999_999 {
+		t.Fatalf("site roots %d %d", tick, tock)
+	}
+}
+
+// A goroutine that ends the trace blocked is listed in Leaked and in
+// Goroutines even when the cap kept all its events out.
+func TestLeakedWithoutEventsIsSummarised(t *testing.T) {
+	const (
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+	)
+	raws := []rawTransition{
+		{t: 1, id: 1, from: trace.GoUndetermined, to: rn},
+		{t: 2, id: 1, from: rn, to: rb, reason: "runtime.Gosched", stack: stk("main.main")},
+		{t: 3, id: 1, from: rb, to: rn},
+		{t: 4, id: 2, actor: 1, from: ne, to: rb, stack: stk("main.worker"), evStack: stk("main.main")},
+		{t: 5, id: 2, from: rb, to: rn},
+		{t: 6, id: 2, from: rn, to: wt, reason: "chan send", stack: stk("main.worker")},
+	}
+	opt := DefaultParseOptions()
+	opt.Mode, opt.MaxEvents = ModeMain, 1
+	res := &ParseResult{Mode: ModeMain, Events: []Event{}, Goroutines: []GoroutineSummary{}}
+	p := newParser(opt, res)
+	for i := range raws {
+		p.step(&raws[i])
+	}
+	p.finish()
+	if len(res.Events) != 1 || !res.Truncated || len(res.Leaked) != 1 || res.Leaked[0].GPath != "0.1" {
+		t.Fatalf("events %d truncated %v leaked %+v", len(res.Events), res.Truncated, res.Leaked)
+	}
+	if g := res.Goroutines[res.Leaked[0].Goroutine]; g.GPath != "0.1" || g.FinalReason != "chan send" {
+		t.Fatalf("summary %+v", res.Goroutines)
+	}
+	// A cut trace tells nothing about the end: no leaks.
+	cut, _ := replay(ModeMain, raws, "cut")
+	if len(cut.Leaked) != 0 || cut.Leaked == nil {
+		t.Fatalf("cut trace leaked %#v", cut.Leaked)
 	}
 }

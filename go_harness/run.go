@@ -26,23 +26,30 @@ type RunConfig struct {
 
 // RunResult is one JSON line of `go_harness run`.
 type RunResult struct {
-	RunIndex   int                `json:"run_index"`
-	Mode       Mode               `json:"mode"`
-	Status     string             `json:"status"`
-	ExitCode   int                `json:"exit_code"`
-	DurationMs int64              `json:"duration_ms"`
-	GOMAXPROCS *int               `json:"gomaxprocs"`
-	TraceFile  string             `json:"trace_file"`
-	TraceError string             `json:"trace_error"`
-	StderrTail string             `json:"stderr_tail"`
-	StdoutTail string             `json:"stdout_tail"`
-	Events     []Event            `json:"events"`
-	Truncated  bool               `json:"truncated"`
-	Goroutines []GoroutineSummary `json:"goroutines"`
+	RunIndex    int                `json:"run_index"`
+	Mode        Mode               `json:"mode"`
+	Status      string             `json:"status"`
+	ExitCode    int                `json:"exit_code"`
+	DurationMs  int64              `json:"duration_ms"`
+	GOMAXPROCS  *int               `json:"gomaxprocs"`
+	TraceFile   string             `json:"trace_file"`
+	TraceError  string             `json:"trace_error"`
+	StderrTail  string             `json:"stderr_tail"`
+	StdoutTail  string             `json:"stdout_tail"`
+	Events      []Event            `json:"events"`
+	Truncated   bool               `json:"truncated"`
+	Goroutines  []GoroutineSummary `json:"goroutines"`
+	Leaked      []LeakedGoroutine  `json:"leaked"`
+	Generations int                `json:"generations"`
 }
 
 // exitWatchdog is the exit code of the injected watchdog (main packages).
 const exitWatchdog = 124
+
+// leakScanMaxBytes bounds the traces that a normally ended run reads past
+// the event cap to find leaked goroutines (about 2 s of reading on a small
+// machine); a larger truncated trace stops at the cap and its run is ok.
+const leakScanMaxBytes = 32 << 20
 
 // killGrace is how long after the in-process timeout the harness kills the
 // process group: long enough for the watchdog / test alarm to stop and
@@ -53,7 +60,8 @@ func killGrace(timeout time.Duration) time.Duration {
 
 // RunOnce executes the built program once and classifies the outcome.
 func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
-	res := RunResult{RunIndex: index, Mode: p.Mode, Events: []Event{}, Goroutines: []GoroutineSummary{}}
+	res := RunResult{RunIndex: index, Mode: p.Mode, Events: []Event{}, Goroutines: []GoroutineSummary{},
+		Leaked: []LeakedGoroutine{}}
 	traceFile := filepath.Join(work, fmt.Sprintf("run-%d.trace", index))
 	stacksFile := filepath.Join(work, fmt.Sprintf("run-%d.stacks", index))
 	os.Remove(traceFile)
@@ -108,18 +116,21 @@ func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 	res.StderrTail = strings.ReplaceAll(tailString(stderr.Tail(), 4000), "main."+userMainName, "main.main")
 	res.StdoutTail = tailString(stdout.Tail(), 4000)
 
+	timedOut := killed.Load() || (p.Mode == ModeMain && res.ExitCode == exitWatchdog) ||
+		(p.Mode == ModeTest && strings.Contains(stderr.All(), "panic: test timed out after"))
 	var parsed *ParseResult
 	if fi, err := os.Stat(traceFile); err == nil && fi.Size() > 0 {
 		res.TraceFile = traceFile
 		opt := DefaultParseOptions()
 		opt.Mode, opt.MaxEvents, opt.FilePrefix = p.Mode, cfg.MaxEvents, p.ModulePath+"/"
-		opt.StopAtCap = true
+		// A run that ended normally is read to its end (past the cap, cheaply:
+		// states only) so leaked goroutines are seen; any other run stops at
+		// the cap: reading a long trace to its end costs seconds.
+		opt.StopAtCap = timedOut || res.ExitCode != 0 || fi.Size() > leakScanMaxBytes
 		parsed = parseFile(traceFile, opt)
-		res.Events, res.Truncated, res.Goroutines, res.TraceError =
-			parsed.Events, parsed.Truncated, parsed.Goroutines, parsed.TraceError
+		res.Events, res.Truncated, res.Goroutines, res.TraceError, res.Generations =
+			parsed.Events, parsed.Truncated, parsed.Goroutines, parsed.TraceError, parsed.Generations
 	}
-	timedOut := killed.Load() || (p.Mode == ModeMain && res.ExitCode == exitWatchdog) ||
-		(p.Mode == ModeTest && strings.Contains(stderr.All(), "panic: test timed out after"))
 	allBlocked := parsed != nil && parsed.AllBlocked
 	if timedOut && parsed != nil && parsed.Truncated {
 		// The trace was not read to its end: judge from the goroutine dump.
@@ -129,7 +140,11 @@ func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 		}
 		allBlocked = dumpAllBlocked(dump)
 	}
-	res.Status = classifyRun(res.ExitCode, timedOut, stderr.All(), allBlocked)
+	leaked := parsed != nil && len(parsed.Leaked) > 0
+	res.Status = classifyRun(res.ExitCode, timedOut, stderr.All(), allBlocked, leaked)
+	if res.Status == "leak" {
+		res.Leaked = parsed.Leaked
+	}
 	if !cfg.KeepTraces {
 		os.Remove(traceFile)
 		os.Remove(stacksFile)
@@ -147,11 +162,12 @@ var runningGoroutineRe = regexp.MustCompile(`goroutine \d+ \[running`)
 //     remaining program goroutine blocked on a channel/select/sync
 //     primitive (from the goroutine dump when the trace was truncated),
 //     else timeout;
-//   - ok: exit code 0;
+//   - exit code 0: leak when the trace, read whole and without error,
+//     ends with a program goroutine blocked on such a primitive, else ok;
 //   - deadlock: the runtime's own "all goroutines are asleep" fatal error;
 //   - panic: exit code 2 with "panic: " and a "goroutine N [running" header;
 //   - exit_error: anything else (incl. fatal runtime errors).
-func classifyRun(exitCode int, timedOut bool, stderr string, allBlocked bool) string {
+func classifyRun(exitCode int, timedOut bool, stderr string, allBlocked, leaked bool) string {
 	switch {
 	case strings.Contains(stderr, "WARNING: DATA RACE"):
 		return "race"
@@ -161,6 +177,9 @@ func classifyRun(exitCode int, timedOut bool, stderr string, allBlocked bool) st
 		}
 		return "timeout"
 	case exitCode == 0:
+		if leaked {
+			return "leak"
+		}
 		return "ok"
 	case strings.Contains(stderr, "all goroutines are asleep - deadlock!"):
 		return "deadlock"
@@ -175,12 +194,14 @@ func classifyRun(exitCode int, timedOut bool, stderr string, allBlocked bool) st
 func parseFile(path string, opt ParseOptions) *ParseResult {
 	f, err := os.Open(path)
 	if err != nil {
-		return &ParseResult{Mode: opt.Mode, TraceError: err.Error(), Events: []Event{}, Goroutines: []GoroutineSummary{}}
+		return &ParseResult{Mode: opt.Mode, TraceError: err.Error(), Events: []Event{}, Goroutines: []GoroutineSummary{},
+			Leaked: []LeakedGoroutine{}}
 	}
 	defer f.Close()
 	res, err := ParseTrace(f, opt)
 	if err != nil {
-		return &ParseResult{Mode: opt.Mode, TraceError: err.Error(), Events: []Event{}, Goroutines: []GoroutineSummary{}}
+		return &ParseResult{Mode: opt.Mode, TraceError: err.Error(), Events: []Event{}, Goroutines: []GoroutineSummary{},
+			Leaked: []LeakedGoroutine{}}
 	}
 	return res
 }
