@@ -99,16 +99,61 @@ def _go_report(out: str) -> list[str]:
     lines = ["", "go runs by status:"]
     lines += [f"  {status:<12} {n:>6}" for status, n in counts(runs, "status")]
     lines.append(f"events per run: median {runs['n_events'].median():.0f}  max {runs['n_events'].max()}")
+    ran = runs.filter(pl.col("run_index") >= 0)
+    incomplete = ran.filter(~pl.col("complete"))
+    lines.append(
+        f"incomplete runs (censored in go_next_event): {incomplete.height} of {ran.height}"
+        + (f"  ({', '.join(f'{s} {n}' for s, n in counts(incomplete, 'status'))})" if incomplete.height else "")
+    )
     next_event = load_table(out, "go_next_event")
+    lines += _leak_report(runs, next_event)
     if next_event is not None:
         lines.append("next-event rows by prefix kind (mean entropy, bits):")
         summary = next_event.group_by("prefix_kind").agg(pl.len(), pl.col("entropy").mean()).sort("prefix_kind")
-        lines += [f"  {kind:<10} {n:>7} rows  {entropy:.3f}" for kind, n, entropy in summary.iter_rows()]
+        lines += [f"  {kind:<16} {n:>7} rows  {entropy:.3f}" for kind, n, entropy in summary.iter_rows()]
         top = next_event.sort(["entropy", "program_id", "depth"], descending=[True, False, False]).row(0, named=True)
         probs = "  ".join(f"{name} {p:.2f}" for name, p in top["probs"].items() if p > 0)
         lines.append(
             f"most uncertain: {top['program_id']} {top['prefix_kind']} depth {top['depth']} "
             f"(n={top['n']}, {top['entropy']:.2f} bits): {probs}"
+        )
+    return lines
+
+
+def _leak_report(runs: pl.DataFrame, next_event: pl.DataFrame | None) -> list[str]:
+    """Goroutines leaked on a select, each with P(GoUnblock) once blocked there (goroutine_exact rows)."""
+    leaked = (
+        runs.select("program_id", "leaked")
+        .explode("leaked")
+        .drop_nulls("leaked")
+        .unnest("leaked")
+        .filter(pl.col("reason") == "select")
+        .group_by("program_id", "gpath")
+        .len()
+        .sort("program_id", "gpath")
+    )
+    if leaked.is_empty():
+        return []
+    lines = [f"goroutines leaked on select: {leaked.height}"]
+    for program, gpath, n_runs in leaked.iter_rows():
+        blocked = (
+            pl.DataFrame()
+            if next_event is None
+            else next_event.filter(
+                (pl.col("program_id") == program)
+                & (pl.col("gpath") == gpath)
+                & (pl.col("prefix_kind") == "goroutine_exact")
+                & (pl.col("state") == "blocked(select)")
+            )
+        )
+        if blocked.is_empty():
+            lines.append(f"  {program} goroutine {gpath}: leaked in {n_runs} runs; no shared blocked prefix")
+            continue
+        unblocked = int(blocked["counts"].struct.field("GoUnblock").sum())
+        total = int(blocked["n"].sum())
+        lines.append(
+            f"  {program} goroutine {gpath}: leaked in {n_runs} runs; P(GoUnblock | blocked on select) "
+            f"= {unblocked}/{total} = {unblocked / total:.2f}"
         )
     return lines
 

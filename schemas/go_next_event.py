@@ -2,7 +2,7 @@
 
 One row per (program, prefix key). Every row counts, over the program's runs, what came next after
 the key's prefix: one of the event types, or `End` (nothing: the run is known to have ended there).
-Three keys (`prefix_kind`), each computed at *every* depth that any counted run reaches:
+Four keys (`prefix_kind`), each computed at *every* depth that any counted run reaches:
 
 - `global`: depth k = the first k events of the run, whatever they were. Row k counts each run's
   event k.
@@ -10,6 +10,13 @@ Three keys (`prefix_kind`), each computed at *every* depth that any counted run 
   Row (g, k) counts each run's k-th event of g. Only runs in which g appears count. A goroutine leaked
   on an unsatisfiable select has, after its GoBlock(select) at depth j, only `End` at depth j+1 and no
   row deeper: P(GoUnblock) = 0 at every later depth.
+- `goroutine_exact`: goroutine g's own history and the state it leaves g in: runs in which g's first k
+  events are identical (as for `exact`) count, and `state` says where those k events left g (e.g.
+  `blocked(select)` after a GoBlock on a select). A goroutine leaked on a select no goroutine can ever
+  satisfy has, in every run, `End` after that GoBlock: the seed's claim "P(GoUnblock) = 0 for a goroutine
+  leaked on an unsatisfiable select" is `counts.GoUnblock == 0` on the rows with that `state`, and `ends`
+  shows those runs ended by `leak`; a select whose fate depends on the schedule has GoUnblock and End
+  both, split by how the runs ended.
 - `exact`: runs that agree exactly on their first k events (event identity: goroutine, event, reason,
   function, file, line; not time, not peer). Row (prefix, k) counts the runs sharing that prefix.
   Only prefixes shared by at least `min_prefix_runs` counted runs (default 2) get a row; a run's own
@@ -27,12 +34,13 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2
 
 EVENT_TYPES = ("GoCreate", "GoStart", "GoBlock", "GoUnblock", "GoSched", "GoEnd", "GoSyscall", "GoTransition")
 END = "End"
 OUTCOMES = EVENT_TYPES + (END,)
-PREFIX_KINDS = ("global", "goroutine", "exact")
+PREFIX_KINDS = ("global", "goroutine", "goroutine_exact", "exact")
+RUN_ENDS = ("ok", "leak", "deadlock", "timeout", "other")
 
 _OUTCOME_DOC = {END: "the run (global, exact) or the goroutine's sequence in it (goroutine) is known to end here"}
 
@@ -43,11 +51,20 @@ COUNTS = pa.struct(
     ]
 )
 PROBS = pa.struct([field(name, pa.float64(), f"counts.{name} / n", nullable=False) for name in OUTCOMES])
+ENDS = pa.struct(
+    [field(name, pa.int32(), f"counted runs whose status is {name}", nullable=False) for name in RUN_ENDS[:-1]]
+    + [field("other", pa.int32(), "counted runs whose status is panic, race or exit_error", nullable=False)]
+)
 
 SCHEMA = pa.schema(
     [
         field("program_id", pa.string(), "the go_runs program_id", nullable=False),
-        field("prefix_kind", pa.string(), "global | goroutine | exact (see the table doc)", nullable=False),
+        field(
+            "prefix_kind",
+            pa.string(),
+            "global | goroutine | goroutine_exact | exact (see the table doc)",
+            nullable=False,
+        ),
         field(
             "depth",
             pa.int32(),
@@ -58,13 +75,23 @@ SCHEMA = pa.schema(
         field(
             "goroutine",
             pa.int32(),
-            "program-canonical goroutine id (as in go_runs) for goroutine rows; null for global and exact rows",
+            "program-canonical goroutine id (as in go_runs) for goroutine and goroutine_exact rows; null for "
+            "global and exact rows",
         ),
         field("gpath", pa.string(), "that goroutine's canonical key path; null for global and exact rows"),
         field(
+            "state",
+            pa.string(),
+            "goroutine_exact rows: the goroutine's state after the prefix, from its last event: not_created "
+            "(no event yet) | runnable (GoCreate, GoUnblock, GoSched) | running (GoStart, GoSyscall exit) | "
+            "blocked(REASON) (GoBlock) | syscall (GoSyscall enter) | ended (GoEnd) | other; null for the "
+            "other kinds",
+        ),
+        field(
             "prefix_hash",
             pa.string(),
-            "exact rows: hex of h_k, where h_0 = sha256(b'') and h_{i+1} = "
+            "exact and goroutine_exact rows (for the latter over the goroutine's own events): hex of h_k, "
+            "where h_0 = sha256(b'') and h_{i+1} = "
             "sha256(h_i || json.dumps([goroutine, event, reason, function, file, line]) of event i) (digests as "
             "raw bytes; JSON with separators (',', ':')); the prefix itself is events[:depth] of any run in "
             "`runs`. Null for global and goroutine rows",
@@ -77,6 +104,7 @@ SCHEMA = pa.schema(
             nullable=False,
         ),
         field("counts", COUNTS, "raw counts per next event type; they sum to n", nullable=False),
+        field("ends", ENDS, "how the counted runs ended (go_runs.status); they sum to n", nullable=False),
         field(
             "probs", PROBS, "empirical probabilities counts / n (unsmoothed: smooth from counts and n)", nullable=False
         ),

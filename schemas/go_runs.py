@@ -11,9 +11,9 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2
 
-STATUSES = ("ok", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
+STATUSES = ("ok", "leak", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
 
 EVENT = pa.struct(
     [
@@ -84,6 +84,19 @@ GOROUTINE = pa.struct(
     ]
 )
 
+LEAKED = pa.struct(
+    [
+        field("goroutine", pa.int32(), "program-canonical id of the leaked goroutine", nullable=False),
+        field("gpath", pa.string(), "its canonical key path", nullable=False),
+        field(
+            "reason",
+            pa.string(),
+            "what it is blocked on: chan send | chan receive | select | sync | ...",
+            nullable=False,
+        ),
+    ]
+)
+
 SCHEMA = pa.schema(
     [
         field("program_id", pa.string(), "the program directory's path relative to --programs (posix)", nullable=False),
@@ -93,10 +106,12 @@ SCHEMA = pa.schema(
         field(
             "status",
             pa.string(),
-            "ok | deadlock (timed out with every live program goroutine blocked on a "
-            "channel, select or sync primitive) | timeout | panic | race (the race detector reported) | "
-            "exit_error (any other non-zero exit, incl. fatal runtime errors and failing tests) | build_error "
-            "(the program did not compile; the compiler's message is in stderr_tail)",
+            "ok | leak (the program ended normally, exit 0 and a complete trace, with program goroutines still "
+            "blocked on a channel, select or sync primitive: listed in `leaked`) | deadlock (timed out with "
+            "every live program goroutine blocked on a channel, select or sync primitive) | timeout | panic | "
+            "race (the race detector reported) | exit_error (any other non-zero exit, incl. fatal runtime "
+            "errors and failing tests) | build_error (the program did not compile; the compiler's message is "
+            "in stderr_tail)",
             nullable=False,
         ),
         field(
@@ -119,11 +134,12 @@ SCHEMA = pa.schema(
         field(
             "complete",
             pa.bool_(),
-            "true when `events` is the run's whole story: the trace was written, read "
-            "to its end without error, not truncated, and the run ended by itself (ok, panic, race, a failing "
-            "test) or deadlocked. False for timeout (the run was cut, later events are unknown), truncated "
-            "runs, lost traces (os.Exit, fatal runtime errors) and build_error. Incomplete runs are censored "
-            "in go_next_event, never counted as having ended",
+            "true when `events` is the run's whole story: the trace was written, read to its end without "
+            "error, not truncated, holds at least one complete generation (a trace that is only its header, "
+            "e.g. when a test panics while the trace is being stopped, does not), and the run ended by itself "
+            "(ok, leak, panic, race, a failing test) or deadlocked. False for timeout (the run was cut, later "
+            "events are unknown), truncated runs, lost traces (os.Exit, fatal runtime errors) and build_error. "
+            "Incomplete runs are censored in go_next_event, never counted as having ended",
             nullable=False,
         ),
         field(
@@ -142,6 +158,19 @@ SCHEMA = pa.schema(
             "dump); for build_error the compiler's output; null when empty",
         ),
         field("stdout_tail", pa.string(), "last 4000 bytes of the run's stdout; null when empty"),
+        field(
+            "generations",
+            pa.int32(),
+            "complete trace generations the reader read (about one per second of the run); 0 for a trace that "
+            "holds no generation (and for build_error)",
+            nullable=False,
+        ),
+        field(
+            "leaked",
+            pa.list_(pa.field("item", LEAKED, nullable=False)),
+            "status leak: the program goroutines still blocked when the program ended; else empty",
+            nullable=False,
+        ),
         field("n_events", pa.int32(), "number of events", nullable=False),
         field(
             "events",

@@ -16,8 +16,8 @@ PINNED = {
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (1, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),
-    "go_runs": (1, "f4055bde7a9d71b3"),
-    "go_next_event": (1, "674a2c38afb89485"),
+    "go_runs": (2, "d0ad488833a707f7"),
+    "go_next_event": (2, "3255c5de4348f903"),
     "go_traces": (1, "604a63f4dfe3d31b"),
 }
 

@@ -39,6 +39,8 @@ RUN_KEYS = {
     "events": list,
     "truncated": bool,
     "goroutines": list,
+    "leaked": list,
+    "generations": int,
 }
 EVENT_KEYS = {
     "index": int,
@@ -53,7 +55,16 @@ EVENT_KEYS = {
     "time_ns": int,
 }
 GOROUTINE_KEYS = {"goroutine": int, "gpath": str, "start_function": str, "final_state": str, "final_reason": str}
-TRAILER_KEYS = {"end": bool, "mode": str, "n_events": int, "truncated": bool, "trace_error": str, "goroutines": list}
+LEAKED_KEYS = {"goroutine": int, "gpath": str, "reason": str}
+TRAILER_KEYS = {
+    "end": bool,
+    "mode": str,
+    "n_events": int,
+    "truncated": bool,
+    "trace_error": str,
+    "goroutines": list,
+    "generations": int,
+}
 
 
 def _no_duplicates(pairs: list[tuple]) -> dict:
@@ -142,7 +153,20 @@ def parse_harness_line(line: bytes, *, work: str, max_events: int) -> dict:
         raise HarnessOutputError(f"trace_file {run['trace_file'][:200]!r} is not {expected!r}")
     if len(run["events"]) > max_events:
         raise HarnessOutputError(f"{len(run['events'])} events exceed the cap of {max_events}")
-    check_goroutines(run["events"], run["goroutines"], f"run {index}")
+    local = check_goroutines(run["events"], run["goroutines"], f"run {index}")
+    if run["generations"] < 0:
+        raise HarnessOutputError(f"run {index}: generations {run['generations']} is negative")
+    if bool(run["leaked"]) != (run["status"] == "leak"):
+        raise HarnessOutputError(
+            f"run {index}: leaked goroutines {len(run['leaked'])} do not fit status {run['status']!r}"
+        )
+    for position, leaked in enumerate(run["leaked"]):
+        where = f"run {index}.leaked[{position}]"
+        _object(leaked, LEAKED_KEYS, where)
+        if local.get(leaked["goroutine"]) != leaked["gpath"]:
+            raise HarnessOutputError(
+                f"{where}: goroutine {leaked['goroutine']} is not {leaked['gpath'][:40]!r} in the run"
+            )
     return run
 
 
@@ -185,6 +209,12 @@ def canonical_ids(gpaths) -> dict[str, int]:
 
 def run_gpaths(run: dict) -> set[str]:
     return {e["gpath"] for e in run["events"]} | {g["gpath"] for g in run["goroutines"]}
+
+
+def renumber_leaked(leaked: list[dict], ids: dict[str, int]) -> list[dict]:
+    """A run's leaked goroutines with program-canonical ids, by id."""
+    rows = [{"goroutine": ids[g["gpath"]], "gpath": g["gpath"], "reason": g["reason"]} for g in leaked]
+    return sorted(rows, key=lambda g: g["goroutine"])
 
 
 def renumber(events: list[dict], goroutines: list[dict], ids: dict[str, int]) -> tuple[list[dict], list[dict]]:
@@ -243,4 +273,5 @@ def parse_trace_output(output: bytes, max_events: int) -> dict:
         "truncated": trailer["truncated"],
         "trace_error": trailer["trace_error"],
         "mode": trailer["mode"],
+        "generations": trailer["generations"],
     }

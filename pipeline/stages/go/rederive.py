@@ -11,7 +11,13 @@ import tempfile
 import zstandard
 
 from pipeline.stages.go import build as go_build
-from pipeline.stages.go.harness_output import canonical_ids, parse_trace_output, renumber, run_gpaths
+from pipeline.stages.go.harness_output import (
+    canonical_ids,
+    parse_trace_output,
+    renumber,
+    renumber_leaked,
+    run_gpaths,
+)
 from pipeline.stages.go.runs import is_complete
 
 
@@ -77,7 +83,9 @@ def rederive_runs(
         if source is None:
             # Already program-canonical: old ids map to paths, paths to the new ids.
             events, goroutines = renumber(row["events"], row["goroutines"], ids)
-            rows.append({**row, "events": events, "goroutines": goroutines})
+            rows.append(
+                {**row, "events": events, "goroutines": goroutines, "leaked": renumber_leaked(row["leaked"], ids)}
+            )
             continue
         events, goroutines = renumber(source["events"], source["goroutines"], ids)
         if summaries[row["run_index"]] is not None:
@@ -86,6 +94,8 @@ def rederive_runs(
             **row,
             "events": events,
             "goroutines": goroutines,
+            "leaked": renumber_leaked(row["leaked"], ids),
+            "generations": source["generations"],
             "n_events": len(events),
             "truncated": source["truncated"],
             "trace_error": source["trace_error"] or None,
@@ -95,6 +105,7 @@ def rederive_runs(
                 **row,
                 "truncated": updated["truncated"],
                 "trace_error": source["trace_error"],
+                "generations": source["generations"],
                 "trace_file": "stored",
                 "stderr_tail": row["stderr_tail"] or "",
                 "stdout_tail": row["stdout_tail"] or "",

@@ -44,6 +44,7 @@ from pipeline.stages.go.harness_output import (
     canonical_ids,
     parse_harness_output,
     renumber,
+    renumber_leaked,
     run_gpaths,
 )
 
@@ -166,12 +167,14 @@ def is_complete(run: dict) -> bool:
     """Whether the run's events are its whole story (see schemas/go_runs.py `complete`)."""
     if run["truncated"] or run["trace_error"] or not run["trace_file"] or run["status"] == "build_error":
         return False
+    if run["generations"] < 1:  # a header and nothing else: the run's events are unknown, not absent
+        return False
     if run["status"] == "deadlock":
         return True
     timed_out = run["exit_code"] in TIMED_OUT_CODES or "panic: test timed out after" in run["stderr_tail"]
     if timed_out or "fatal error:" in run["stderr_tail"]:
         return False
-    if run["status"] in ("ok", "panic", "race"):
+    if run["status"] in ("ok", "leak", "panic", "race"):
         return True
     # exit_error: a failing test still flushes its trace; os.Exit and fatal errors do not.
     return run["status"] == "exit_error" and run["mode"] == "test" and "--- FAIL" in run["stdout_tail"]
@@ -182,6 +185,7 @@ def run_row(
     run: dict,
     events: list[dict],
     goroutines: list[dict],
+    leaked: list[dict],
     *,
     race: bool,
     trace_bytes: int | None,
@@ -202,6 +206,8 @@ def run_row(
         "trace_error": run["trace_error"] or None,
         "stderr_tail": run["stderr_tail"] or None,
         "stdout_tail": run["stdout_tail"] or None,
+        "generations": run["generations"],
+        "leaked": leaked,
         "n_events": len(events),
         "events": events,
         "goroutines": goroutines,
@@ -391,6 +397,7 @@ def _collect(
     work = os.path.join(scratch, "work")
     for run in runs:
         events, goroutines = renumber(run["events"], run["goroutines"], ids)
+        leaked = renumber_leaked(run["leaked"], ids)
         size = data = None
         if run["trace_file"]:
             size, data = read_trace(os.path.join(work, f"run-{run['run_index']}.trace"), settings.max_trace_bytes)
@@ -398,7 +405,15 @@ def _collect(
         stored = kept is not None
         result.runs.append(
             run_row(
-                program, run, events, goroutines, race=settings.race, trace_bytes=size, trace_stored=stored, tools=tools
+                program,
+                run,
+                events,
+                goroutines,
+                leaked,
+                race=settings.race,
+                trace_bytes=size,
+                trace_stored=stored,
+                tools=tools,
             )
         )
         if kept is not None:

@@ -45,8 +45,13 @@ def line(run_index: int = 0, **extra) -> dict:
         "goroutines": [
             {"goroutine": 0, "gpath": "0", "start_function": "main.main", "final_state": "Running", "final_reason": ""}
         ],
+        "leaked": [],
+        "generations": 1,
     }
     return values | extra
+
+
+LEAKED = {"goroutine": 0, "gpath": "0", "reason": "select"}
 
 
 def output(*lines: dict) -> bytes:
@@ -78,6 +83,11 @@ def test_good_output_parses():
         dict(events=[event(0, peer=7)]),  # no such goroutine in the run
         dict(events=[event(0), event(1, goroutine=0, gpath="0.1")]),  # one id, two paths
         dict(events=[event(0) | {"extra": 1}]),
+        dict(generations=-1),
+        dict(status="leak"),  # a leak names its goroutines
+        dict(leaked=[LEAKED]),  # and only a leak does
+        dict(status="leak", leaked=[{"goroutine": 5, "gpath": "0", "reason": "select"}]),  # not the run's id
+        dict(status="leak", leaked=[LEAKED | {"extra": 1}]),
         dict(events=[event(0, function="x" * 70_000)]),
         dict(goroutines=[{"goroutine": 0}]),
         dict(run_index=-1),  # -1 only for build_error
@@ -139,9 +149,16 @@ def test_canonical_ids_are_breadth_first_and_renumbering_maps_peers():
     assert new_goroutines[0]["goroutine"] == 0
 
 
+def test_a_leak_parses_with_its_goroutines():
+    [run] = parse(output(line(0, status="leak", leaked=[LEAKED])))
+    assert run["status"] == "leak" and run["leaked"] == [LEAKED]
+
+
 def test_completeness_rules():
     ok = line(0)
     assert is_complete(ok)
+    assert is_complete(line(0, status="leak", leaked=[LEAKED]))
+    assert not is_complete(line(0, generations=0, events=[]))  # a header-only trace: nothing is known
     assert not is_complete(line(0, truncated=True))
     assert not is_complete(line(0, trace_file=""))
     assert not is_complete(line(0, status="timeout", exit_code=124))

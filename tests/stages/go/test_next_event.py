@@ -1,4 +1,4 @@
-"""The next-event distributions as pure functions: the three prefix keys, n, censoring, End, entropy."""
+"""The next-event distributions as pure functions: the four prefix keys, n, censoring, End, run ends, entropy."""
 
 import hashlib
 import json
@@ -7,7 +7,14 @@ import math
 import pyarrow as pa
 import pytest
 
-from pipeline.stages.go.next_event import entropy_bits, exact_prefix_rows, global_rows, goroutine_rows, next_event_rows
+from pipeline.stages.go.next_event import (
+    entropy_bits,
+    exact_prefix_rows,
+    global_rows,
+    goroutine_exact_rows,
+    goroutine_rows,
+    next_event_rows,
+)
 from schemas import schema_of
 from schemas.go_next_event import OUTCOMES
 
@@ -24,8 +31,13 @@ def ev(goroutine: int, event: str, reason: str = "", line: int = 1) -> dict:
     }
 
 
-def run(index: int, events: list[dict], complete: bool = True) -> dict:
-    return {"run_index": index, "complete": complete, "events": [dict(e, index=i) for i, e in enumerate(events)]}
+def run(index: int, events: list[dict], complete: bool = True, status: str | None = None) -> dict:
+    return {
+        "run_index": index,
+        "complete": complete,
+        "status": status or ("ok" if complete else "timeout"),
+        "events": [dict(e, index=i) for i, e in enumerate(events)],
+    }
 
 
 A = [ev(0, "GoCreate"), ev(0, "GoBlock", "chan receive"), ev(1, "GoStart"), ev(1, "GoEnd")]
@@ -42,7 +54,8 @@ def test_identical_runs_have_zero_entropy_under_every_key():
     rows, counters = output.rows("go_next_event"), output.counters["go_next_event"]
     assert set(output.tables) == {"go_next_event"}
     assert rows and all(row["entropy"] == 0.0 for row in rows)
-    assert {row["prefix_kind"] for row in rows} == {"global", "goroutine", "exact"}
+    assert {row["prefix_kind"] for row in rows} == {"global", "goroutine", "goroutine_exact", "exact"}
+    assert all(sum(row["ends"].values()) == row["n"] == row["ends"]["ok"] for row in rows)
     assert counters.n_in == 4 and counters.n_out == len(rows)
 
 
@@ -99,6 +112,49 @@ def test_leaked_goroutine_never_unblocks_after_its_block():
     assert child[2]["probs"]["End"] == 1.0 and max(child) == 2
 
 
+LEAK = [ev(0, "GoCreate"), ev(1, "GoStart"), ev(1, "GoBlock", "select"), ev(0, "GoEnd")]
+FREED = [
+    ev(0, "GoCreate"),
+    ev(1, "GoStart"),
+    ev(1, "GoBlock", "select"),
+    ev(1, "GoUnblock"),
+    ev(1, "GoEnd"),
+    ev(0, "GoEnd"),
+]
+
+
+def blocked_on_select(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["goroutine"] == 1 and r["state"] == "blocked(select)"]
+
+
+def test_goroutine_exact_rows_carry_the_state_the_history_leaves_the_goroutine_in():
+    rows = goroutine_exact_rows("p", [run(i, FREED) for i in range(2)])
+    states = [(r["goroutine"], r["depth"], r["state"]) for r in rows if r["goroutine"] == 1]
+    assert states == [
+        (1, 0, "not_created"),
+        (1, 1, "running"),
+        (1, 2, "blocked(select)"),
+        (1, 3, "runnable"),
+        (1, 4, "ended"),
+    ]
+
+
+def test_the_leak_signature_is_a_query_over_the_table():
+    """Leaked in every run on a select nothing can satisfy: P(GoUnblock) = 0, and every run ended as a leak."""
+    rows = goroutine_exact_rows("p", [run(i, LEAK, status="leak") for i in range(3)])
+    [blocked] = blocked_on_select(rows)
+    assert blocked["counts"]["GoUnblock"] == 0 and blocked["probs"]["End"] == 1.0
+    assert blocked["ends"]["leak"] == blocked["n"] == 3
+
+
+def test_a_select_whose_fate_depends_on_the_schedule_has_both_futures():
+    runs = [run(0, LEAK, status="leak"), run(1, FREED), run(2, LEAK, status="leak"), run(3, FREED)]
+    [blocked] = blocked_on_select(goroutine_exact_rows("p", runs))
+    assert blocked["counts"]["GoUnblock"] == 2 and blocked["counts"]["End"] == 2
+    assert blocked["ends"] == {"ok": 2, "leak": 2, "deadlock": 0, "timeout": 0, "other": 0}
+    assert blocked["entropy"] == pytest.approx(1.0)
+
+
 def test_exact_prefix_rows_split_where_runs_diverge():
     runs = [run(0, A), run(1, A), run(2, B)]
     rows = exact_prefix_rows("p", runs, min_prefix_runs=2)
@@ -140,7 +196,7 @@ def test_rows_fit_the_schema_and_order_is_deterministic():
 
 
 def test_build_error_rows_are_ignored():
-    output = next_event_rows("p", [{"run_index": -1, "complete": False, "events": []}])
+    output = next_event_rows("p", [{"run_index": -1, "complete": False, "status": "build_error", "events": []}])
     assert output.rows("go_next_event") == [] and output.counters["go_next_event"].dropped == {"build_error": 1}
 
 

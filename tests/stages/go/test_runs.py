@@ -132,7 +132,7 @@ def test_sequential_program_has_entropy_zero_at_every_prefix(sequential):
     assert [r["status"] for r in result.rows("go_runs")] == ["ok"] * 5 and all(
         r["complete"] for r in result.rows("go_runs")
     )
-    assert {r["prefix_kind"] for r in rows} == {"global", "goroutine", "exact"}
+    assert {r["prefix_kind"] for r in rows} == {"global", "goroutine", "goroutine_exact", "exact"}
     uncertain = [(r["prefix_kind"], r["depth"], r["counts"]) for r in rows if r["entropy"] != 0.0]
     runs = [
         [(e["goroutine"], e["event"], e["reason"], e["function"]) for e in r["events"]] for r in result.rows("go_runs")
@@ -156,12 +156,13 @@ def test_racy_program_shows_two_next_events_at_some_prefix(racy):
 def test_leaked_goroutine_never_unblocks_and_no_runtime_goroutine_appears(leaked):
     result, rows = leaked
     for run in result.rows("go_runs"):
-        assert run["status"] == "ok"
+        assert run["status"] == "leak" and run["complete"]
         starts = {g["gpath"]: g["start_function"] for g in run["goroutines"]}
         assert all(f.startswith("main.") for f in starts.values()), starts  # no runtime/tracer goroutine
         [leak] = [g for g in run["goroutines"] if g["start_function"] == "main.waitForever"]
         own = [e for e in run["events"] if e["goroutine"] == leak["goroutine"]]
         assert (own[-1]["event"], own[-1]["reason"]) == ("GoBlock", "select")
+        assert run["leaked"] == [{"goroutine": leak["goroutine"], "gpath": leak["gpath"], "reason": "select"}]
     ids = {g["goroutine"] for run in result.rows("go_runs") for g in run["goroutines"]}
     assert {r["goroutine"] for r in rows if r["goroutine"] is not None} <= ids
     leak_id = leak["goroutine"]
