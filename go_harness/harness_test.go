@@ -322,6 +322,30 @@ func TestRaceDetected(t *testing.T) {
 	}
 }
 
+// Under -race a hang is still a deadlock (or a timeout), never a race: the
+// injected watchdog must not race with the harness's own init (issue 17). A
+// main program that deadlocks, a test that deadlocks and a main program that
+// spins are each built with -race; the racy example still reports race.
+func TestRaceModeLabelsHangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("race builds are slow")
+	}
+	for name, status := range map[string]string{
+		"abba_deadlock": "deadlock",
+		"stuck_test":    "deadlock",
+		"spin_forever":  "timeout",
+		"data_race":     "race",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, work := prepare(t, name, true)
+			r := RunOnce(p, RunConfig{Runs: 1, Timeout: time.Second, TestRegex: "^Test", MaxEvents: 20000}, 0, work)
+			if r.Status != status {
+				t.Fatalf("status %q, want %q (exit %d, stderr %q)", r.Status, status, r.ExitCode, r.StderrTail)
+			}
+		})
+	}
+}
+
 func TestBuildErrorFromPrepare(t *testing.T) {
 	_, err := Prepare(context.Background(), filepath.Join(examples, "compile_error"), t.TempDir(), ModeAuto, false)
 	var be *BuildError

@@ -27,6 +27,8 @@ func main() {
 		err = cmdRun(os.Args[2:], os.Stdout)
 	case "parse":
 		err = cmdParse(os.Args[2:], os.Stdout)
+	case "transitions":
+		err = cmdTransitions(os.Args[2:], os.Stdout)
 	default:
 		usage()
 	}
@@ -37,7 +39,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go_harness run -dir DIR -work DIR [flags] | go_harness parse -trace FILE [flags]")
+	fmt.Fprintln(os.Stderr, "usage: go_harness run -dir DIR -work DIR [flags] | go_harness parse -trace FILE [flags] | go_harness transitions -trace FILE")
 	os.Exit(2)
 }
 

@@ -53,6 +53,10 @@ type Event struct {
 	File      string `json:"file"`
 	Line      int    `json:"line"`
 	TimeNs    int64  `json:"time_ns"`
+	// Category and Message: a user annotation's (UserLog: trace.Log's category
+	// and message; UserRegion: "" and the region type); "" otherwise.
+	Category string `json:"category"`
+	Message  string `json:"message"`
 
 	g, peer *gInfo // resolved to canonical ids by finish
 }
@@ -138,6 +142,11 @@ type rawTransition struct {
 	stack    trace.Stack // the transition's stack (start stack for GoCreate)
 	evStack  trace.Stack // the event's stack (the creator's/unblocker's)
 	gen      int         // syncs seen so far: stacks of different generations never compare equal
+	// annotation is "UserLog" or "UserRegion" for a user annotation that
+	// goroutine actor emitted (from, to and stack unset; reason is "begin" or
+	// "end" for a region), "" for a state transition.
+	annotation        string
+	category, message string
 }
 
 // maxBufferedTransitions bounds memory in auto mode, the only mode that
@@ -171,6 +180,11 @@ func readTransitions(r io.Reader, fn func(*rawTransition) bool) (string, int) {
 		case trace.EventSync:
 			syncs++
 			continue
+		case trace.EventLog, trace.EventRegionBegin, trace.EventRegionEnd:
+			if !fn(annotationOf(ev, syncs)) {
+				return "", syncs
+			}
+			continue
 		case trace.EventStateTransition:
 		default:
 			continue
@@ -188,6 +202,22 @@ func readTransitions(r io.Reader, fn func(*rawTransition) bool) (string, int) {
 			return "", syncs // stopped inside a generation read whole
 		}
 	}
+}
+
+// annotationOf is the rawTransition of a trace.Log call or a region's
+// begin or end (trace.WithRegion, trace.StartRegion).
+func annotationOf(ev trace.Event, gen int) *rawTransition {
+	rt := &rawTransition{t: ev.Time(), id: ev.Goroutine(), actor: ev.Goroutine(), evStack: ev.Stack(), gen: gen}
+	switch ev.Kind() {
+	case trace.EventLog:
+		l := ev.Log()
+		rt.annotation, rt.category, rt.message = "UserLog", l.Category, l.Message
+	case trace.EventRegionBegin:
+		rt.annotation, rt.reason, rt.message = "UserRegion", "begin", ev.Region().Type
+	default:
+		rt.annotation, rt.reason, rt.message = "UserRegion", "end", ev.Region().Type
+	}
+	return rt
 }
 
 // ParseTrace reads a runtime/trace stream and returns the program's events.
@@ -252,6 +282,10 @@ func (p *traceParser) step(rt *rawTransition) {
 		clear(p.frames)
 		p.framesGen = rt.gen
 	}
+	if rt.annotation != "" {
+		p.annotate(rt)
+		return
+	}
 	g := p.g(rt.id)
 	if rt.from == trace.GoUndetermined || rt.from == rt.to {
 		// Per-generation status record: learn the state, emit nothing.
@@ -310,21 +344,41 @@ func (p *traceParser) step(rt *rawTransition) {
 		g.resume = pos
 	}
 	p.setState(g, rt)
+	p.record(rt.t, Event{Event: name, Reason: reason, Function: pos.Func, File: pos.File, Line: pos.Line,
+		g: g, peer: peer})
+}
+
+// record emits ev, which happened at t, unless the cap is reached (then the
+// result is truncated): its time is rebased on the first kept event, and its
+// goroutine and peer are marked as appearing in the output.
+func (p *traceParser) record(t trace.Time, ev Event) {
 	if len(p.res.Events) >= p.opt.MaxEvents {
 		p.res.Truncated = true
 		return
 	}
 	if !p.started {
-		p.t0, p.started = rt.t, true
+		p.t0, p.started = t, true
 	}
-	g.emitted = true
-	if peer != nil {
-		peer.emitted = true
+	ev.TimeNs = int64(t - p.t0)
+	ev.g.emitted = true
+	if ev.peer != nil {
+		ev.peer.emitted = true
 	}
-	p.emit(Event{
-		Event: name, Reason: reason, Function: pos.Func, File: pos.File, Line: pos.Line,
-		TimeNs: int64(rt.t - p.t0), g: g, peer: peer,
-	})
+	p.emit(ev)
+}
+
+// annotate emits a user annotation of a program goroutine (trace.Log,
+// regions) as its own event, at the innermost program frame of its stack;
+// annotations of other goroutines (the testing framework, the runtime) and
+// outside any goroutine are dropped. Annotations count toward the event cap.
+func (p *traceParser) annotate(rt *rawTransition) {
+	g := p.gs[rt.id]
+	if rt.id == trace.NoGoroutine || g == nil || !g.kept || p.res.Truncated {
+		return
+	}
+	pos := p.programFrame(rt.evStack)
+	p.record(rt.t, Event{Event: rt.annotation, Reason: rt.reason, Function: pos.Func, File: pos.File,
+		Line: pos.Line, Category: rt.category, Message: rt.message, g: g})
 }
 
 // emit appends a program event, holding back a preemption until the next one:

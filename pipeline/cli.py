@@ -1,4 +1,4 @@
-"""The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect`.
+"""The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect` and `export`.
 
 Exit status: 0 done; 1 some units failed (the dataset holds the others; run again to complete it);
 2 bad input or configuration, or the machine lacks something (named, with the fix), before any work.
@@ -9,6 +9,7 @@ import sys
 
 from pipeline.engine.errors import SetupError
 from pipeline.engine.job import JobIncomplete, run_job
+from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS, kind_named
 
 
@@ -32,6 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="summarise a dataset")
     inspect.add_argument("out", help="dataset directory or URI")
     inspect.add_argument("--examples", type=int, default=1, help="decoded examples to print")
+    export = commands.add_parser("export", help="write a dataset's rows as another project's examples (JSON lines)")
+    export.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="whose format to write")
+    export.add_argument("--data", required=True, help="dataset directory or URI")
+    export.add_argument("--out", required=True, help="the JSON-lines file to write")
+    export.add_argument(
+        "--runtime-goroutines",
+        action="store_true",
+        help="weave: re-parse the stored raw traces, keeping the runtime's goroutines as the seed's pipeline does",
+    )
     return parser
 
 
@@ -42,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "inspect":
             print(summarize(args.out, examples=args.examples))
+            return 0
+        if args.command == "export":
+            written = export(args.dialect, args.data, args.out, runtime_goroutines=args.runtime_goroutines)
+            print(f"{written} {args.dialect} examples -> {args.out}")
             return 0
         kind = kind_named(args.command)
         if args.workers is not None and args.workers < 1:

@@ -99,6 +99,17 @@ def _go_report(out: str) -> list[str]:
     lines = ["", "go runs by status:"]
     lines += [f"  {status:<12} {n:>6}" for status, n in counts(runs, "status")]
     lines.append(f"events per run: median {runs['n_events'].median():.0f}  max {runs['n_events'].max()}")
+    kinds = runs.select(pl.col("events").explode().struct.field("event")).drop_nulls()
+    annotations = counts(kinds.filter(pl.col("event").str.starts_with("User")), "event")
+    if annotations:
+        lines.append("user annotations: " + "  ".join(f"{kind} {n}" for kind, n in annotations))
+    programs = load_table(out, "go_programs")
+    if programs is not None:
+        lines.append(
+            f"programs: {programs.height} with sources  (timeouts: "
+            + ", ".join(f"{source} {n}" for source, n in counts(programs, "timeout_source"))
+            + ")"
+        )
     ran = runs.filter(pl.col("run_index") >= 0)
     incomplete = ran.filter(~pl.col("complete"))
     lines.append(

@@ -1,6 +1,8 @@
 """The `go_next_event` table: empirical next-event distributions of a Go program over its runs.
 
-One row per (program, prefix key). Every row counts, over the program's runs, what came next after
+One row per (program, prefix key). Only scheduler events count: a run's events are its go_runs `events`
+without the user annotations (UserLog, UserRegion), and depths, prefixes and hashes are over those. Every
+row counts, over the program's runs, what came next after
 the key's prefix: one of the event types, or `End` (nothing: the run is known to have ended there).
 Four keys (`prefix_kind`), each computed at *every* depth that any counted run reaches:
 

@@ -5,14 +5,20 @@ Goroutine ids are canonical for the whole program: the harness gives every gorou
 goroutine's own creation order; `goroutine` is the rank of that path among the paths seen in *any*
 run of the program, breadth first (by depth, then component-wise). So all runs of a program agree on
 the id of a goroutine created in the same order by the same creator.
+
+Besides the scheduler's state changes, `events` holds the program's own runtime/trace user annotations
+(`UserLog` for `trace.Log`, `UserRegion` for the begin and end of `trace.WithRegion` / `trace.StartRegion`),
+as emitted by the program's goroutines only; go_next_event counts scheduler events only (it skips them).
+The run's program, source text included, is the `go_programs` row with the same `program_hash`.
 """
 
 import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 2
+VERSION = 3
 
+ANNOTATIONS = ("UserLog", "UserRegion")
 STATUSES = ("ok", "leak", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
 
 EVENT = pa.struct(
@@ -30,7 +36,8 @@ EVENT = pa.struct(
             "event",
             pa.string(),
             "GoCreate | GoStart | GoBlock | GoUnblock | GoSched | GoEnd | GoSyscall | "
-            "GoTransition (a state change the mapping does not name)",
+            "GoTransition (a state change the mapping does not name) | UserLog (a trace.Log call of the "
+            "goroutine) | UserRegion (a user region of the goroutine begins or ends)",
             nullable=False,
         ),
         field(
@@ -39,7 +46,7 @@ EVENT = pa.struct(
             "GoBlock: the runtime's block reason (chan send, chan receive, select, "
             "sync, sync.(*Cond).Wait, sleep, forever, ...); GoSched: runtime.Gosched | preempted; GoSyscall: "
             "enter | exit; GoCreate: '' or created blocked / created in syscall; GoTransition: 'From->To'; "
-            "else ''",
+            "UserRegion: begin | end; else ''",
             nullable=False,
         ),
         field(
@@ -54,12 +61,25 @@ EVENT = pa.struct(
             pa.string(),
             "innermost user (non-runtime, non-standard-library) frame of the relevant "
             "stack: GoCreate the go statement, GoUnblock the unblocker, GoBlock/GoSched/GoSyscall enter the "
-            "goroutine itself, GoStart/GoSyscall exit where it resumes; '' when none (GoEnd)",
+            "goroutine itself, GoStart/GoSyscall exit where it resumes, UserLog/UserRegion the annotating call; "
+            "'' when none (GoEnd)",
             nullable=False,
         ),
         field("file", pa.string(), "that frame's file, relative to the module root (e.g. main.go)", nullable=False),
         field("line", pa.int32(), "that frame's line; 0 when there is no frame", nullable=False),
         field("time_ns", pa.int64(), "nanoseconds since the run's first kept event", nullable=False),
+        field(
+            "category",
+            pa.string(),
+            "UserLog: the trace.Log category (may be ''); '' for every other event",
+            nullable=False,
+        ),
+        field(
+            "message",
+            pa.string(),
+            "UserLog: the trace.Log message; UserRegion: the region type; '' for every other event",
+            nullable=False,
+        ),
     ]
 )
 
@@ -100,6 +120,12 @@ LEAKED = pa.struct(
 SCHEMA = pa.schema(
     [
         field("program_id", pa.string(), "the program directory's path relative to --programs (posix)", nullable=False),
+        field(
+            "program_hash",
+            pa.string(),
+            "content hash of the program's source files: the go_programs row of this program",
+            nullable=False,
+        ),
         field(
             "run_index", pa.int32(), "0 .. runs-1, each run its own process; -1 for the build_error row", nullable=False
         ),

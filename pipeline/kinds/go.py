@@ -1,10 +1,12 @@
-"""The Go tracing kind: a directory of Go programs → one Ray task per program → go_runs, go_traces,
-go_next_event and failures.
+"""The Go tracing kind: a directory of Go programs → one Ray task per program → go_programs, go_runs,
+go_traces, go_next_event and failures.
 
 Units are the entries of `discover_programs`, in sorted program-id order (so unit indices, shard
-names and the output are deterministic); a directory that is not a program is its own unit and yields
-only a failure row. Before any task starts, the driver builds the harness (a clear error if Go is
-missing); each worker builds it too when its machine lacks it (pipeline/stages/go/build.py).
+names and the output are deterministic); a directory that is not a program (or whose timeout header is
+malformed) is its own unit and yields only a failure row. A unit's fingerprint covers the program's files
+and its own timeout, so editing `tracegen.toml` re-runs just the programs whose entry changed. Before
+any task starts, the driver builds the harness (a clear error if Go is missing); each worker builds it
+too when its machine lacks it (pipeline/stages/go/build.py).
 """
 
 import argparse
@@ -21,7 +23,7 @@ from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.go import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
-from pipeline.stages.go.runs import GoSettings, GoTools, trace_program
+from pipeline.stages.go.runs import GoSettings, GoTools, program_settings, trace_program
 
 
 @dataclass(frozen=True)
@@ -41,18 +43,24 @@ def go_tools(settings: GoSettings) -> GoTools:
 def program_units(programs_dir: str) -> list[Unit]:
     """One unit per discovered entry, in program-id order; unit ids are `go:<program id>`."""
     return [
-        Unit(index, f"go:{entry.program_id}", entry, fingerprint(entry.program_id, directory_digest(entry.path)))
+        Unit(index, f"go:{entry.program_id}", entry, fingerprint(*_content(entry)))
         for index, entry in enumerate(discover_programs(programs_dir))
     ]
+
+
+def _content(entry: GoProgram | NotAProgram) -> tuple:
+    """What a unit computes from: the program id, its files, and its own timeout when it has one."""
+    own = getattr(entry, "timeout_s", None)
+    return (entry.program_id, directory_digest(entry.path)) + (() if own is None else (own,))
 
 
 def not_a_program(entry: NotAProgram, unit_id: str) -> StageOutput:
     """The one failure row of a directory that is not a Go program."""
     read = StageCounters("read")
     read.n_in = 1
-    read.drop("NotAGoProgram")
+    read.drop(entry.error_type)
     failure = failure_row(
-        unit_id, entry.program_id, "read", "NotAGoProgram", f"{entry.path!r} {entry.reason}", entry.path
+        unit_id, entry.program_id, "read", entry.error_type, f"{entry.path!r} {entry.reason}", entry.path
     )
     return StageOutput({"failures": [failure]}, {"read": read})
 
@@ -65,7 +73,13 @@ class GoKind(JobKind[GoConfig]):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")
         parser.add_argument("--runs", type=int, default=GoSettings.runs, help="runs per program")
-        parser.add_argument("--timeout", type=float, default=GoSettings.timeout_s, help="seconds per run")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=GoSettings.timeout_s,
+            help="seconds per run, for programs without their own (a `// tracegen: timeout=30s` header or an "
+            "entry of PROGRAMS/tracegen.toml)",
+        )
         parser.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
         parser.add_argument("--race", action="store_true", help="build with the race detector")
         parser.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
@@ -105,7 +119,6 @@ class GoKind(JobKind[GoConfig]):
         if isinstance(payload, NotAProgram):
             return not_a_program(payload, unit_id)
         settings = config.go
-        traced = trace_program(
-            payload, settings, make_sandbox(config.sandbox, settings.limits()), unit_id, go_tools(settings)
-        )
+        sandbox = make_sandbox(config.sandbox, program_settings(payload, settings).limits())
+        traced = trace_program(payload, settings, sandbox, unit_id, go_tools(settings))
         return traced + next_event_rows(payload.program_id, traced.rows("go_runs"), settings.min_prefix_runs)

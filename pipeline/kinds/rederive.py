@@ -2,10 +2,11 @@
 current harness (a newer event mapping, another event cap), and their distributions recomputed, without
 re-running any program.
 
-One unit per unit of the source dataset (one Go program each): its `go_runs` and `go_traces` shards, found
-through the source manifest by their unit number. The output holds `go_runs`, `go_next_event` and the raw
-`go_traces` again (so it can itself be re-derived); a program whose stored traces do not re-parse is a
-failures row of its own.
+One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs`
+shards, found through the source manifest by their unit number. The output holds `go_runs`,
+`go_next_event`, and the raw `go_traces` and the `go_programs` rows again (so it can itself be re-derived or
+exported); a program whose stored traces do not re-parse is a failures row of its own. A dataset written
+before go_runs 3 holds no program sources and is refused (re-run trace-go).
 """
 
 import argparse
@@ -24,6 +25,7 @@ from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
+from schemas import go_runs
 
 SHARD_UNIT = re.compile(r"part-(\d+)-\d+\.parquet$")
 
@@ -52,6 +54,7 @@ class ProgramShards:
     source: str
     runs: tuple[str, ...]
     traces: tuple[str, ...]
+    programs: tuple[str, ...] = ()
 
 
 def _read_rows(source: str, paths: tuple[str, ...]) -> list[dict]:
@@ -85,19 +88,24 @@ class RederiveKind(JobKind[RederiveConfig]):
             raise ValueError(
                 f"--data {source!r} holds no Go dataset (a manifest.json of kind go); point it at the --out of trace-go"
             )
+        version = manifest["tables"].get("go_runs", {}).get("schema_version")
+        if version != go_runs.VERSION:
+            raise ValueError(
+                f"--data {source!r} holds go_runs version {version}, this tracegen writes version {go_runs.VERSION} "
+                f"(older datasets have no go_programs sources); re-run trace-go to make a current dataset"
+            )
+        tables = ("go_runs", "go_traces", "go_programs")
         by_unit: dict[int, dict[str, list[dict]]] = {}
-        for table in ("go_runs", "go_traces"):
+        for table in tables:
             for shard in manifest["tables"][table]["shards"]:
                 match = SHARD_UNIT.search(shard["path"])
                 if match is None:
                     raise ValueError(f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet")
-                by_unit.setdefault(int(match.group(1)), {"go_runs": [], "go_traces": []})[table].append(shard)
+                by_unit.setdefault(int(match.group(1)), {name: [] for name in tables})[table].append(shard)
         units = []
         for index, (unit, shards) in enumerate(sorted(by_unit.items())):
-            payload = ProgramShards(
-                source, tuple(s["path"] for s in shards["go_runs"]), tuple(s["path"] for s in shards["go_traces"])
-            )
-            digest = fingerprint([s["sha256"] for s in shards["go_runs"] + shards["go_traces"]])
+            payload = ProgramShards(source, *(tuple(s["path"] for s in shards[name]) for name in tables))
+            digest = fingerprint([s["sha256"] for name in tables for s in shards[name]])
             units.append(Unit(index, f"rederive-{unit:05d}", payload, digest))
         return units
 
@@ -105,7 +113,10 @@ class RederiveKind(JobKind[RederiveConfig]):
         runs, traces = _read_rows(payload.source, payload.runs), _read_rows(payload.source, payload.traces)
         counters = StageCounters("go_runs")
         counters.n_in = len(runs)
-        output = StageOutput({"go_runs": [], "go_traces": traces, "failures": []}, {"go_runs": counters})
+        programs = _read_rows(payload.source, payload.programs)
+        output = StageOutput(
+            {"go_runs": [], "go_traces": traces, "go_programs": programs, "failures": []}, {"go_runs": counters}
+        )
         for program in sorted({row["program_id"] for row in runs}):
             mine = [row for row in runs if row["program_id"] == program]
             stored = [row for row in traces if row["program_id"] == program]

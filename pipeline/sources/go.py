@@ -8,13 +8,19 @@ can be organised in folders; a group that holds no program at all is reported as
 The program id is the directory's path relative to DIR (posix). Names starting with `.` or `_`, and
 `testdata`/`vendor`, are skipped as Go does; symbolic links are never followed (reported instead).
 A `go.mod` is optional: the harness writes `module prog` when there is none.
+
+Per-program timeouts (pipeline/sources/go_timeouts.py): a `// tracegen: timeout=30s` comment above the
+package clause, or an entry of `DIR/tracegen.toml`; a bad header makes the program a failure row naming
+the file, the line and the fix, a bad manifest stops the job before any work.
 """
 
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from pipeline.sources.go_timeouts import HeaderError, header_timeout, manifest_timeouts
 
 TEST_FUNC = re.compile(rb"(?m)^func\s+(Test[A-Za-z0-9_]*)\s*\(\s*\w+\s+\*testing\.T\s*\)")
 MODULE_LINE = re.compile(rb'(?m)^module\s+"?([^\s"]+)"?')
@@ -29,6 +35,8 @@ class GoProgram:
     path: str
     mode: str
     module_path: str
+    timeout_s: float | None = None  # None: the job's --timeout
+    timeout_source: str = "default"  # default | header | manifest (schemas/go_programs.py)
 
     @property
     def file_prefix(self) -> str:
@@ -43,6 +51,7 @@ class NotAProgram:
     program_id: str
     path: str
     reason: str
+    error_type: str = "NotAGoProgram"
 
 
 def program_mode(path: Path) -> str:
@@ -71,6 +80,25 @@ def _entries(path: Path) -> list[os.DirEntry]:
         (e for e in os.scandir(path) if not e.name.startswith((".", "_")) and e.name not in SKIPPED),
         key=lambda e: e.name,
     )
+
+
+def program_files(path: str) -> list[tuple[str, bytes]]:
+    """The program's text build inputs (schemas/go_programs.py): every `.go` file below `path`, its go.mod
+    and go.sum, as (posix path relative to `path`, bytes), in path order; links are not followed."""
+    root = Path(path)
+    found = []
+    for file in root.rglob("*"):
+        if file.is_file() and not file.is_symlink() and (file.suffix == ".go" or file.name in ("go.mod", "go.sum")):
+            found.append((file.relative_to(root).as_posix(), file.read_bytes()))
+    return sorted(found)
+
+
+def program_hash(files: list[tuple[str, bytes]]) -> str:
+    """hex sha256 over each file's path, NUL, bytes, NUL, in the given (path) order."""
+    digest = hashlib.sha256()
+    for name, data in files:
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
 
 
 def directory_digest(path: str) -> str:
@@ -111,7 +139,7 @@ def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:
             if not entry.is_dir():
                 continue
             if _has_go_files(path):
-                found.append(GoProgram(program_id, str(path), program_mode(path), module_path(path)))
+                found.append(_program(program_id, path))
                 programs += 1
                 continue
             mark = len(found)
@@ -129,4 +157,22 @@ def discover_programs(programs_dir: str) -> list[GoProgram | NotAProgram]:
         return programs
 
     scan(root)
+    programs = {item.program_id for item in found if isinstance(item, GoProgram) or item.error_type != "NotAGoProgram"}
+    overrides = manifest_timeouts(root, programs)
+    found = [
+        replace(item, timeout_s=overrides[item.program_id], timeout_source="manifest")
+        if isinstance(item, GoProgram) and item.program_id in overrides
+        else item
+        for item in found
+    ]
     return sorted(found, key=lambda item: item.program_id)
+
+
+def _program(program_id: str, path: Path) -> GoProgram | NotAProgram:
+    """The program in `path`, with its header timeout; a bad header makes it a NotAProgram."""
+    try:
+        timeout = header_timeout(path)
+    except HeaderError as error:
+        return NotAProgram(program_id, str(path), str(error), "BadProgramHeader")
+    program = GoProgram(program_id, str(path), program_mode(path), module_path(path))
+    return replace(program, timeout_s=timeout, timeout_source="header") if timeout is not None else program

@@ -1,5 +1,6 @@
 """The Go job end to end on a local Ray: one task per program, the four tables, failures, resume, hashing."""
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +12,7 @@ from go_helpers import EXAMPLES, requires_bwrap, requires_go
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.go import GoConfig, GoKind, program_units
+from pipeline.kinds.rederive import RederiveConfig, RederiveKind
 from pipeline.stages.go.runs import GoSettings
 from schemas import schema_of
 
@@ -84,6 +86,38 @@ def test_tables_rows_and_failures(dataset):
     stats = manifest["stats"]
     assert stats["go_runs"]["in"] == 6 and stats["go_runs"]["out"] == 14 and stats["go_runs"]["events"] > 0
     assert manifest["config"]["go"]["runs"] == 3
+
+
+def test_every_program_is_stored_with_its_sources_and_every_run_names_it(dataset):
+    out, _ = dataset
+    programs = read(out, "go_programs")
+    assert programs["program_id"].sort().to_list() == [
+        "compile_error",
+        "group/double_lock",
+        "leaked_select",
+        "libonly",
+        "sequential",
+        "two_tests",
+    ]
+    runs = read(out, "go_runs").join(programs.select("program_id", "program_hash"), on="program_id", suffix="_p")
+    assert (runs["program_hash"] == runs["program_hash_p"]).all()
+    files = dict(programs.select("program_id", "files").rows())
+    assert [f["path"] for f in files["libonly"]] == ["lib.go"]
+    assert (EXAMPLES / "sequential" / "main.go").read_text() in [f["text"] for f in files["sequential"]]
+
+
+def test_rederive_keeps_the_programs_and_refuses_a_dataset_without_them(dataset, tmp_path):
+    out, _ = dataset
+    again = str(tmp_path / "again")
+    run_job(RederiveKind(), out, RederiveConfig(), again, workers=2)
+    assert read(again, "go_programs").sort("program_id").equals(read(out, "go_programs").sort("program_id"))
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["tables"]["go_runs"]["schema_version"] = 2
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="go_runs version 2.*re-run trace-go"):
+        RederiveKind().units(str(old), RederiveConfig())
 
 
 def test_sequential_distributions_in_the_dataset_have_zero_entropy(dataset):

@@ -16,9 +16,10 @@ PINNED = {
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (1, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),
-    "go_runs": (2, "d0ad488833a707f7"),
+    "go_runs": (3, "a942b5e35cf26db7"),
     "go_next_event": (2, "3255c5de4348f903"),
     "go_traces": (1, "604a63f4dfe3d31b"),
+    "go_programs": (1, "79e3580c877158ad"),
 }
 
 

@@ -10,7 +10,7 @@ import os
 import re
 
 from schemas.go_next_event import EVENT_TYPES
-from schemas.go_runs import STATUSES
+from schemas.go_runs import ANNOTATIONS, STATUSES
 
 MAX_TEXT = 64 << 10  # any one string in the harness output
 INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -53,7 +53,10 @@ EVENT_KEYS = {
     "file": str,
     "line": int,
     "time_ns": int,
+    "category": str,
+    "message": str,
 }
+EVENT_NAMES = EVENT_TYPES + ANNOTATIONS
 GOROUTINE_KEYS = {"goroutine": int, "gpath": str, "start_function": str, "final_state": str, "final_reason": str}
 LEAKED_KEYS = {"goroutine": int, "gpath": str, "reason": str}
 TRAILER_KEYS = {
@@ -116,8 +119,10 @@ def check_goroutines(events: list[dict], goroutines: list[dict], what: str) -> d
         _object(event, EVENT_KEYS, where)
         if event["index"] != position:
             raise HarnessOutputError(f"{where}.index is {event['index']}, expected {position}")
-        if event["event"] not in EVENT_TYPES:
-            raise HarnessOutputError(f"{where}.event {event['event'][:40]!r} is not one of {', '.join(EVENT_TYPES)}")
+        if event["event"] not in EVENT_NAMES:
+            raise HarnessOutputError(f"{where}.event {event['event'][:40]!r} is not one of {', '.join(EVENT_NAMES)}")
+        if event["event"] not in ANNOTATIONS and (event["category"] or event["message"]):
+            raise HarnessOutputError(f"{where} is a {event['event']} with a category or message")
         if event["line"] < 0 or event["time_ns"] < 0 or event["peer"] < -1:
             raise HarnessOutputError(f"{where} has a negative line, time or peer")
         bind(event["goroutine"], _gpath(event["gpath"], where), where)
@@ -232,6 +237,8 @@ def renumber(events: list[dict], goroutines: list[dict], ids: dict[str, int]) ->
             "file": e["file"],
             "line": e["line"],
             "time_ns": e["time_ns"],
+            "category": e["category"],
+            "message": e["message"],
         }
         for e in events
     ]

@@ -1,6 +1,7 @@
 """Stage: a Go program's runs → empirical next-event distributions (the `go_next_event` table).
 
-Pure functions over `go_runs` rows of one program; no I/O, no Ray. The four prefix keys, `n`,
+Pure functions over `go_runs` rows of one program; no I/O, no Ray. Only scheduler events count: the
+program's user annotations (UserLog, UserRegion) are skipped before anything is keyed. The four prefix keys, `n`,
 censoring and `End` are defined in schemas/go_next_event.py; in short:
 
 - global depth k: what each run did as its event k;
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 from pipeline.engine.stats import StageCounters, StageOutput
 from schemas.go_next_event import END, EVENT_TYPES, OUTCOMES, RUN_ENDS
+from schemas.go_runs import ANNOTATIONS
 
 ROOT_HASH = hashlib.sha256(b"").digest()
 
@@ -68,6 +70,11 @@ def state_after(events: Sequence[dict]) -> str:
     if last["event"] == "GoSyscall":
         return "syscall" if last["reason"] == "enter" else "running"
     return STATE_AFTER.get(last["event"], "other")
+
+
+def scheduler_events(events: Sequence[dict]) -> list[dict]:
+    """A run's events without its user annotations (what go_next_event keys and counts)."""
+    return [event for event in events if event["event"] not in ANNOTATIONS]
 
 
 def run_end(run: dict) -> str:
@@ -236,7 +243,10 @@ def next_event_rows(program_id: str, run_rows: Sequence[dict], min_prefix_runs: 
     the stage's counters."""
     counters = StageCounters("go_next_event")
     with counters.timed():
-        runs = sorted((row for row in run_rows if row["run_index"] >= 0), key=lambda row: row["run_index"])
+        runs = sorted(
+            ({**row, "events": scheduler_events(row["events"])} for row in run_rows if row["run_index"] >= 0),
+            key=lambda row: row["run_index"],
+        )
         counters.n_in = len(runs)
         skipped = len(run_rows) - len(runs)
         if skipped:

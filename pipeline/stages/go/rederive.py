@@ -1,12 +1,16 @@
 """Re-derive `go_runs` events from the raw traces stored in `go_traces`, without re-running the programs.
 
 `go_harness parse` runs on the host (the harness is ours, the trace is data): a newer event mapping or
-another event cap applies to an existing dataset (`tracegen rederive-go`).
+another event cap applies to an existing dataset (`tracegen rederive-go`). `stored_transitions` reads a
+stored trace unfiltered instead (`go_harness transitions`: every goroutine, the runtime's ids), for the
+weave export's runtime view.
 """
 
 import hashlib
+import json
 import subprocess
 import tempfile
+from contextlib import contextmanager
 
 import zstandard
 
@@ -21,22 +25,44 @@ from pipeline.stages.go.harness_output import (
 from pipeline.stages.go.runs import is_complete
 
 
-def parse_stored_trace(trace: dict, harness: str, *, max_events: int | None = None, timeout_s: float = 300.0) -> dict:
-    """Re-parse one go_traces row with `go_harness parse` (on the host: the harness is ours, the trace
-    is data). `max_events` overrides the stored cap."""
+@contextmanager
+def stored_trace_file(trace: dict):
+    """The raw trace of one go_traces row, decompressed and checked against its sha256, as a temporary file."""
     data = zstandard.ZstdDecompressor().decompress(trace["trace_zstd"], max_output_size=trace["trace_bytes"])
     if hashlib.sha256(data).hexdigest() != trace["trace_sha256"]:
         raise ValueError(f"{trace['program_id']} run {trace['run_index']}: the stored trace does not match its sha256")
-    cap = max_events or trace["max_events"]
     with tempfile.NamedTemporaryFile(suffix=".trace") as handle:
         handle.write(data)
         handle.flush()
+        yield handle.name
+
+
+def stored_transitions(trace: dict, harness: str, timeout_s: float = 300.0) -> tuple[list[dict], dict]:
+    """(every goroutine transition, the trailer) of one go_traces row, from `go_harness transitions`
+    (go_harness/README.md): all goroutines with the runtime's ids, status records included, unfolded."""
+    with stored_trace_file(trace) as path:
+        done = subprocess.run(
+            [harness, "transitions", "-trace", path], capture_output=True, timeout=timeout_s, check=False
+        )
+    if done.returncode != 0:
+        raise ValueError(f"go_harness transitions failed: {done.stderr.decode('utf-8', 'replace')[-500:]}")
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    if not lines or lines[-1].get("end") is not True or lines[-1]["n_transitions"] != len(lines) - 1:
+        raise ValueError(f"{trace['program_id']} run {trace['run_index']}: go_harness transitions output is cut short")
+    return lines[:-1], lines[-1]
+
+
+def parse_stored_trace(trace: dict, harness: str, *, max_events: int | None = None, timeout_s: float = 300.0) -> dict:
+    """Re-parse one go_traces row with `go_harness parse` (on the host: the harness is ours, the trace
+    is data). `max_events` overrides the stored cap."""
+    cap = max_events or trace["max_events"]
+    with stored_trace_file(trace) as path:
         done = subprocess.run(
             [
                 harness,
                 "parse",
                 "-trace",
-                handle.name,
+                path,
                 "-max-events",
                 str(cap),
                 "-mode",

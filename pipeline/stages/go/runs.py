@@ -18,6 +18,10 @@ run_index -1 (the compiler's message in stderr_tail) *and* a `failures` row (sta
 counted among the failures too. A sandbox failure (the harness killed, e.g. past the wall clock) keeps
 the runs that finished and adds a failure row; so does a harness error or missing runs.
 
+The program itself is one `go_programs` row (its source text and content hash, pipeline/stages/go/
+programs.py); every run row carries that hash. A program with its own timeout (a header comment or the
+programs manifest, pipeline/sources/go_timeouts.py) runs with it in place of `GoSettings.timeout_s`.
+
 Goroutine ids: the harness numbers goroutines per run; here they are renumbered per program from the
 key paths (`canonical_ids`), so every run of a program uses the same id for the same goroutine.
 """
@@ -27,7 +31,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import zstandard
@@ -47,6 +51,7 @@ from pipeline.stages.go.harness_output import (
     renumber_leaked,
     run_gpaths,
 )
+from pipeline.stages.go.programs import program_row
 
 BUILD_LIMIT_S = 300.0  # the harness's own limit on one build
 PARSE_ALLOWANCE_S = 10.0  # per run, for the harness to read the trace
@@ -151,12 +156,14 @@ class ProgramResult:
 
     runs: list[dict] = field(default_factory=list)
     traces: list[dict] = field(default_factory=list)
+    programs: list[dict] = field(default_factory=list)
     failures: list[dict] = field(default_factory=list)
     counters: StageCounters = field(default_factory=lambda: StageCounters("go_runs"))
 
     def output(self) -> StageOutput:
         return StageOutput(
-            {"go_runs": self.runs, "go_traces": self.traces, "failures": self.failures}, {"go_runs": self.counters}
+            {"go_runs": self.runs, "go_traces": self.traces, "go_programs": self.programs, "failures": self.failures},
+            {"go_runs": self.counters},
         )
 
 
@@ -180,8 +187,14 @@ def is_complete(run: dict) -> bool:
     return run["status"] == "exit_error" and run["mode"] == "test" and "--- FAIL" in run["stdout_tail"]
 
 
+def program_settings(program: GoProgram, settings: GoSettings) -> GoSettings:
+    """The settings `program` runs with: the job's, with the program's own timeout when it has one."""
+    return settings if program.timeout_s is None else replace(settings, timeout_s=program.timeout_s)
+
+
 def run_row(
     program: GoProgram,
+    program_hash: str,
     run: dict,
     events: list[dict],
     goroutines: list[dict],
@@ -194,6 +207,7 @@ def run_row(
 ) -> dict:
     return {
         "program_id": program.program_id,
+        "program_hash": program_hash,
         "run_index": run["run_index"],
         "status": run["status"],
         "mode": run["mode"],
@@ -253,12 +267,14 @@ def trace_row(program: GoProgram, run_index: int, mode: str, data: bytes, max_ev
 def trace_program(
     program: GoProgram, settings: GoSettings, sandbox: Sandbox, unit_id: str, tools: GoTools | None = None
 ) -> StageOutput:
-    """Build and run one program in the sandbox: its `go_runs`, `go_traces` and `failures` rows and the
-    `go_runs` counters."""
+    """Build and run one program in the sandbox: its `go_programs` row, its `go_runs`, `go_traces` and
+    `failures` rows and the `go_runs` counters. `settings.timeout_s` gives way to the program's own."""
     result = ProgramResult()
     result.counters.n_in = 1
     with result.counters.timed():
         tools = tools or GoTools.resolve(settings)
+        settings = program_settings(program, settings)
+        result.programs.append(program_row(program, settings.timeout_s))
         base = go_build.ensure_warm_cache(
             program.mode, settings.race, settings.warm_imports, settings.cache_dir, tools.toolchain
         )
@@ -406,6 +422,7 @@ def _collect(
         result.runs.append(
             run_row(
                 program,
+                result.programs[0]["program_hash"],
                 run,
                 events,
                 goroutines,

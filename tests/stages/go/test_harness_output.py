@@ -24,6 +24,8 @@ def event(index: int, goroutine: int = 0, gpath: str = "0", **extra) -> dict:
         "file": "main.go",
         "line": 3,
         "time_ns": index * 10,
+        "category": "",
+        "message": "",
     }
     return values | extra
 
@@ -67,6 +69,14 @@ def test_good_output_parses():
     assert [r["run_index"] for r in runs] == [0, 1]
 
 
+def test_user_annotations_parse_and_keep_their_text():
+    annotated = [event(0, event="UserLog", reason="", category="phase", message="start"), event(1)]
+    [run] = parse(output(line(0, events=annotated)))
+    ids = canonical_ids(["0"])
+    events, _ = renumber(run["events"], run["goroutines"], ids)
+    assert (events[0]["event"], events[0]["category"], events[0]["message"]) == ("UserLog", "phase", "start")
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -78,6 +88,8 @@ def test_good_output_parses():
         dict(trace_file=f"{WORK}/run-1.trace"),  # another run's trace
         dict(events=[event(1)]),  # index must be the position
         dict(events=[event(0, event="GoTeleport")]),
+        dict(events=[event(0, category="phase")]),  # only user annotations carry a category or message
+        dict(events=[event(0, message=7)]),
         dict(events=[event(0, gpath="0;rm")]),
         dict(events=[event(0, line=-3)]),
         dict(events=[event(0, peer=7)]),  # no such goroutine in the run
