@@ -4,7 +4,7 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2
 
 ACTION = pa.struct(
     [
@@ -89,8 +89,8 @@ SCHEMA = pa.schema(
         field(
             "text",
             pa.string(),
-            "the trajectory in the formal language (schemas/trajectories.md), with the "
-            "trace's code as context; ready to tokenize",
+            "the trajectory in the formal language's debugger dialect (schemas/trajectories.md: CWM's "
+            "frames, debugger actions as extension tokens between them), with the trace's code as context",
             nullable=False,
         ),
     ]

@@ -9,6 +9,7 @@ bad data.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 EVENT_KINDS = frozenset({"call", "line", "return", "exception"})
 EXITS = frozenset({"normal", "error", "never"})
@@ -74,6 +75,17 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.kinds)
+
+    @cached_property
+    def _code_lines(self) -> dict[str, int]:
+        lines: dict[str, int] = {}
+        for index, line in enumerate(self.code.split("\n")):
+            lines.setdefault(line, index)
+        return lines
+
+    def code_line(self, source: str) -> int:
+        """The index of the first code line whose text is `source` exactly; -1 when there is none."""
+        return self._code_lines.get(source, -1)
 
     @classmethod
     def from_row(cls, row: dict, trace_id: str | None = None) -> "Trace":

@@ -1,27 +1,33 @@
-"""The formal language of trajectories (DESIGN.md §7): `serialize` and its exact inverse `parse`.
+"""The formal language of trajectories (DESIGN.md §7): `serialize` and its exact inverse `parse`, in two dialects.
 
-Layout (no whitespace between tokens; the grammar is documented with a worked example in
-schemas/trajectories.md):
+States are written as the Code World Model's trace frames, with CWM's token meanings (its prompting guide,
+"Trace Prediction"): a frame is an *observation* then an *action* — `<|action_sep|>` starts the source
+line, `<|arg_sep|>` starts a return/exception value, `<|frame_sep|>` ends the step. The grammar, side by
+side with CWM's and with a worked example in both dialects, is schemas/trajectories.md.
 
-    TEXT   := <|trace_context_start|> CODE STATE (<|action_sep|> ACTION STATE)* <|trace_end|>
-    STATE  := <|frame_sep|> EVENT <|src_sep|> SRC <|arg_sep|> LOCALS [<|arg_sep|> ARG]
-            | <|frame_sep|> END                      (only as the last state)
-    ACTION := <|step_into|> | <|step_over|> | <|step_return|> | <|continue|> | <|breakpoint|> SRC
-            | <|inv_step_into|> | <|inv_step_over|> | <|inv_step_call|>
-    EVENT  := <|call_sep|> | <|line_sep|> | <|return_sep|> | <|exception_sep|>            (forward)
-            | <|inv_call_sep|> | <|inv_line_sep|> | <|inv_line_call_sep|> | <|inv_return_sep|>
-            | <|inv_exception_sep|>                                                      (inverse)
-    END    := <|exit_normal|> | <|exit_error|> | <|exit_never|> | <|inv_exit_entry|>
+    CONTEXT := <|trace_context_start|> CODE <|frame_sep|>     (the entry line marked `  # << START_OF_TRACE`)
+    FRAME   := OBSERVED LOCALS <|action_sep|> SRC             OBSERVED: call, line, inv_call, inv_line,
+                                                              inv_line_call
+             | VALUED <|action_sep|> SRC <|arg_sep|> VALUE    VALUED: return, exception, inv_return,
+                                                              inv_exception
 
-ARG (return value or exception repr, as a JSON string) follows only return/exception events. LOCALS is
-a JSON object of repr strings: the full dict (`full=True`), or a delta against the previous state's
-locals: `{"..": "..", name: new repr, ..., gone: null}` — changed and new names with their reprs, names
-no longer bound as `null`, `".."` standing for everything else. A trajectory that stopped at its step
-cap ends with `<|trace_end|>` right after its last real state (no END).
+- `debugger` dialect (the `trajectories` table): debugger actions are extension tokens *between* frames,
+  never `<|action_sep|>` or `<|arg_sep|>`:
+      TEXT := CONTEXT FRAME <|frame_sep|> (ACTION FRAME <|frame_sep|>)* [ACTION END] <|trace_end|>
+      ACTION := <|step_into|> | ... | <|breakpoint|> SRC;  END := <|exit_normal|> | ... | <|inv_exit_entry|>
+  A trajectory cut at the policy's step cap has no ACTION END: `<|trace_end|>` follows its last frame.
+- `cwm` dialect (`tracegen export --dialect cwm`): a plain trace, exactly CWM's layout, no actions:
+      TEXT := CONTEXT (FRAME <|frame_sep|>)* [<|end_of_text|>]
+  `<|end_of_text|>` when the entry scope was left (CWM's end of execution); none for a truncated trace.
 
-Escaping: the payloads (CODE, SRC, JSON) never contain a special token: each `<|` in a payload is
-written `<||`, and a token is always `<|` followed by a letter, so `parse` can split unambiguously and
-undo the escape. Parsed locals compare as mappings (their order is not part of a state).
+LOCALS is a JSON object of repr strings: the frame's full locals (`full=True`, as CWM writes them), or the
+tracegen extension, a delta against the last locals written: `{"..": "..", name: new repr, ..., gone:
+null}`. VALUE is a JSON string. Valued frames carry no locals (CWM's layout): their states have empty
+`locals` and `full=True`.
+
+Escaping: payloads (CODE, SRC, JSON, breakpoint targets) never contain a special token: each `<|` is
+written `<||` (a token is always `<|` then a letter). In CODE, a run of two or more `<` before
+` START_OF_TRACE` gets one more `<`, so the marker this module writes is the only one. `parse` undoes both.
 """
 
 import json
@@ -37,18 +43,16 @@ RETURN_SEP = "<|return_sep|>"
 EXCEPTION_SEP = "<|exception_sep|>"
 ARG_SEP = "<|arg_sep|>"
 ACTION_SEP = "<|action_sep|>"
-SRC_SEP = "<|src_sep|>"
+END_OF_TEXT = "<|end_of_text|>"
 INV_CALL_SEP = "<|inv_call_sep|>"
 INV_LINE_SEP = "<|inv_line_sep|>"
 INV_LINE_CALL_SEP = "<|inv_line_call_sep|>"
 INV_RETURN_SEP = "<|inv_return_sep|>"
 INV_EXCEPTION_SEP = "<|inv_exception_sep|>"
-EXIT_NORMAL = "<|exit_normal|>"
-EXIT_ERROR = "<|exit_error|>"
-EXIT_NEVER = "<|exit_never|>"
-INV_EXIT_ENTRY = "<|inv_exit_entry|>"
 TRACE_END = "<|trace_end|>"
+START_MARKER = "  # << START_OF_TRACE"
 
+DIALECTS = ("debugger", "cwm")
 FORWARD_EVENTS = {"call": CALL_SEP, "line": LINE_SEP, "return": RETURN_SEP, "exception": EXCEPTION_SEP}
 INVERSE_EVENTS = {
     "inv_call": INV_CALL_SEP,
@@ -57,12 +61,12 @@ INVERSE_EVENTS = {
     "inv_return": INV_RETURN_SEP,
     "inv_exception": INV_EXCEPTION_SEP,
 }
-ENDS = {
-    "exit_normal": EXIT_NORMAL,
-    "exit_error": EXIT_ERROR,
-    "exit_never": EXIT_NEVER,
-    "inv_exit_entry": INV_EXIT_ENTRY,
-}
+EVENT_TOKENS = {**FORWARD_EVENTS, **INVERSE_EVENTS}
+VALUED = frozenset({"return", "exception", "inv_return", "inv_exception"})
+FORWARD_ENDS = {"exit_normal": "<|exit_normal|>", "exit_error": "<|exit_error|>", "exit_never": "<|exit_never|>"}
+INVERSE_ENDS = {"inv_exit_entry": "<|inv_exit_entry|>"}
+ENDS = {**FORWARD_ENDS, **INVERSE_ENDS}
+CWM_END = "end_of_text"  # the cwm dialect's end state: the entry scope was left
 ACTIONS = {
     name: f"<|{name}|>"
     for name in (
@@ -76,29 +80,17 @@ ACTIONS = {
         "inv_step_call",
     )
 }
-WITH_ARG = frozenset({"return", "exception", "inv_return", "inv_exception"})
-EVENT_TOKENS = {**FORWARD_EVENTS, **INVERSE_EVENTS}
+CWM_TOKENS = (TRACE_CONTEXT_START, FRAME_SEP, ACTION_SEP, RETURN_SEP, CALL_SEP, LINE_SEP, EXCEPTION_SEP, ARG_SEP)
 SPECIAL_TOKENS = tuple(
-    dict.fromkeys(
-        [
-            TRACE_CONTEXT_START,
-            FRAME_SEP,
-            CALL_SEP,
-            LINE_SEP,
-            RETURN_SEP,
-            EXCEPTION_SEP,
-            ARG_SEP,
-            ACTION_SEP,
-            SRC_SEP,
-            *INVERSE_EVENTS.values(),
-            *ENDS.values(),
-            TRACE_END,
-            *ACTIONS.values(),
-        ]
-    )
+    dict.fromkeys([*CWM_TOKENS, END_OF_TEXT, *INVERSE_EVENTS.values(), *ENDS.values(), TRACE_END, *ACTIONS.values()])
 )
-_BY_TOKEN = {token: name for name, token in {**EVENT_TOKENS, **ENDS, **ACTIONS}.items()}
+_BY_TOKEN = {token: name for name, token in {**EVENT_TOKENS, **ENDS, **ACTIONS, CWM_END: END_OF_TEXT}.items()}
+_EVENT_TOKENS = frozenset(EVENT_TOKENS.values())
+_ACTION_TOKENS = frozenset(ACTIONS.values())
+_END_TOKENS = frozenset(ENDS.values())
 _TOKEN = re.compile(r"<\|(?!\|)([A-Za-z0-9_]+)\|>")
+_MARKER_RUN = re.compile(r"(?<!<)(<{2,}) START_OF_TRACE")
+_ESCAPED_MARKER_RUN = re.compile(r"(?<!<)<(<{2,}) START_OF_TRACE")
 _DELTA = ".."
 _DELTA_HEAD = '{"..": ".."'
 
@@ -110,9 +102,9 @@ class LanguageError(ValueError):
 class State(NamedTuple):
     """One state: the event's name, its source line, its absolute locals, its arg (return/exception).
 
-    `full` says whether the text writes the whole locals dict (else a delta against the previous
-    state). Pseudo-states (exit_*, inv_exit_entry) have empty source and locals. (A NamedTuple: cheap to
-    build, immutable, compared by value.)
+    `full` says whether the text writes the whole locals dict (else a delta against the last locals
+    written). Valued states (return, exception) and end states carry no locals (`{}`, `full=True`).
+    (A NamedTuple: cheap to build, immutable, compared by value.)
     """
 
     event: str
@@ -123,7 +115,7 @@ class State(NamedTuple):
 
     @property
     def is_end(self) -> bool:
-        return self.event in ENDS
+        return self.event in ENDS or self.event == CWM_END
 
 
 class Action(NamedTuple):
@@ -132,15 +124,20 @@ class Action(NamedTuple):
 
 
 class Episode(NamedTuple):
-    """A trajectory in structured form: code context, states, and the actions between them."""
+    """A trajectory (or, in the cwm dialect, a plain trace) in structured form.
+
+    `entry_line` is the 0-based index of the code line marked `# << START_OF_TRACE` (the def line of the
+    function the walk starts in), -1 when no line of the code is that line.
+    """
 
     code: str
     states: tuple
     actions: tuple
+    entry_line: int = -1
 
     @property
     def ended(self) -> bool:
-        """True when the last state is the exit / entry pseudo-state (False: cut at the step cap)."""
+        """True when the last state is an end state (False: cut at the step cap, or a truncated trace)."""
         return bool(self.states) and self.states[-1].is_end
 
 
@@ -152,46 +149,67 @@ def unescape(payload: str) -> str:
     return payload.replace("<||", "<|")
 
 
-def serialize(episode: Episode) -> str:
-    """The text of an episode; ValueError if the episode is not well formed."""
+def serialize(episode: Episode, dialect: str = "debugger") -> str:
+    """The text of an episode in `dialect`; ValueError if the episode is not well formed for it."""
     states, actions = episode.states, episode.actions
-    if not states or len(actions) != len(states) - 1:
+    cwm = _dialect(dialect) == "cwm"
+    if cwm and actions:
+        raise ValueError("the cwm dialect writes plain traces: an episode with actions needs the debugger dialect")
+    if not cwm and (not states or len(actions) != len(states) - 1):
         raise ValueError("an episode needs at least one state and exactly one action between states")
-    out = [TRACE_CONTEXT_START, episode.code.replace("<|", "<||")]
+    out = [TRACE_CONTEXT_START, escape(marked_context(episode.code, episode.entry_line)), FRAME_SEP]
     append = out.append
-    previous = None
+    written: dict | None = None
     last = len(states) - 1
     for position, (event, source, current, arg, full) in enumerate(states):
-        if position:
+        if position and not cwm:
             name, target = actions[position - 1]
             token = ACTIONS.get(name)
             if token is None:
                 raise ValueError(f"unknown action {name!r}")
             if (target is not None) != (name == "breakpoint"):
                 raise ValueError("a breakpoint needs a target source line; other actions have none")
-            append(ACTION_SEP + token if target is None else ACTION_SEP + token + target.replace("<|", "<||"))
+            append(token if target is None else token + escape(target))
         token = EVENT_TOKENS.get(event)
         if token is None:
-            if event not in ENDS:
-                raise ValueError(f"unknown event {event!r}")
-            if position != last:
-                raise ValueError("an exit/entry pseudo-state can only be the last state")
-            append(FRAME_SEP + ENDS[event])
-            break
+            end = _end_token(event, cwm)
+            if position != last or position == 0:
+                raise ValueError("an end state can only be the last state, after at least one frame")
+            append(end)
+            return "".join(out) if cwm else "".join(out) + TRACE_END
+        if event in VALUED:
+            if current or not full:
+                raise ValueError(f"a {event} state carries no locals (CWM's frame layout)")
+            value = "null" if arg is None else _enc(arg)
+            append(f"{token}{ACTION_SEP}{escape(source)}{ARG_SEP}{escape(value)}{FRAME_SEP}")
+            continue
         if _DELTA in current:
             raise ValueError(f"a variable named {_DELTA!r} cannot be written")
         if full:
             local_text = "{" + ", ".join([f"{_enc(k)}: {_enc(v)}" for k, v in current.items()]) + "}"
-        elif previous is None:
-            raise ValueError("the first state must write its locals in full")
+        elif written is None:
+            raise ValueError("a delta needs locals written by an earlier state")
         else:
-            local_text = _delta_text(current, previous)
-        append(f"{FRAME_SEP}{token}{SRC_SEP}{source.replace('<|', '<||')}{ARG_SEP}{local_text.replace('<|', '<||')}")
-        if event in WITH_ARG:
-            append(ARG_SEP + ("null" if arg is None else _enc(arg).replace("<|", "<||")))
-        previous = current
-    append(TRACE_END)
-    return "".join(out)
+            local_text = _delta_text(current, written)
+        append(f"{token}{escape(local_text)}{ACTION_SEP}{escape(source)}{FRAME_SEP}")
+        written = current
+    return "".join(out) if cwm else "".join(out) + TRACE_END
+
+
+def _dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}: expected one of {', '.join(DIALECTS)}")
+    return dialect
+
+
+def _end_token(event: str, cwm: bool) -> str:
+    if cwm:
+        if event != CWM_END:
+            raise ValueError(f"the cwm dialect ends with {CWM_END!r}, not {event!r}")
+        return END_OF_TEXT
+    if event not in ENDS:
+        raise ValueError(f"unknown event {event!r}")
+    return ENDS[event]
 
 
 def _delta_text(current: dict, previous: dict) -> str:
@@ -202,60 +220,111 @@ def _delta_text(current: dict, previous: dict) -> str:
     return ", ".join(parts) + "}"
 
 
-def parse(text: str) -> Episode:
-    """The exact inverse of `serialize`: `parse(serialize(e)) == e`; LanguageError on bad text."""
+def marked_context(code: str, entry_line: int) -> str:
+    """The code as CWM's context: line `entry_line` ends with `  # << START_OF_TRACE`, no other marker."""
+    code = _MARKER_RUN.sub(r"<\1 START_OF_TRACE", code)
+    if entry_line < 0:
+        return code
+    lines = code.split("\n")
+    if entry_line >= len(lines):
+        raise ValueError(f"entry_line {entry_line} is past the code's {len(lines)} lines")
+    lines[entry_line] += START_MARKER
+    return "\n".join(lines)
+
+
+def unmarked_context(context: str) -> tuple[str, int]:
+    """The inverse of `marked_context`: (code, entry_line)."""
+    at = context.find(START_MARKER)
+    entry_line = -1
+    if at != -1:
+        entry_line = context.count("\n", 0, at)
+        context = context[:at] + context[at + len(START_MARKER) :]
+    return _ESCAPED_MARKER_RUN.sub(r"\1 START_OF_TRACE", context), entry_line
+
+
+def split_prompt(text: str) -> tuple[str, str]:
+    """(prompt, completion): the context up to its closing <|frame_sep|> — CWM's trace-prediction prompt —
+    and the frames after it."""
+    if not text.startswith(TRACE_CONTEXT_START) or FRAME_SEP not in text:
+        raise LanguageError("a text starts with <|trace_context_start|> and its context ends with <|frame_sep|>")
+    at = text.index(FRAME_SEP) + len(FRAME_SEP)
+    return text[:at], text[at:]
+
+
+def parse(text: str, dialect: str = "debugger") -> Episode:
+    """The exact inverse of `serialize`: `parse(serialize(e, d), d) == e`; LanguageError on bad text."""
+    cwm = _dialect(dialect) == "cwm"
     parts = _TOKEN.split(text)
     # parts = [payload, name, payload, name, payload, ...]; payload i follows token name i.
     tokens = [("<|%s|>" % parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
     if parts[0] != "":
         raise LanguageError("text before <|trace_context_start|>")
     reader = _Reader(tokens)
-    code = reader.take(TRACE_CONTEXT_START, payload=True)
+    code, entry_line = unmarked_context(reader.take(TRACE_CONTEXT_START, payload=True))
+    reader.take(FRAME_SEP)
     states, actions = [], []
-    previous = None
+    written = None  # the last locals written: what a delta is against
     while True:
-        reader.take(FRAME_SEP)
-        token = reader.next_token()
-        if token in ENDS.values():
-            reader.take(token)
-            states.append(State(_BY_TOKEN[token]))
-            reader.take(TRACE_END)
-            break
-        event = _BY_TOKEN.get(token)
-        if event is None or token not in EVENT_TOKENS.values():
-            raise LanguageError(f"token {reader.position}: expected an event or an exit, got {token}")
-        reader.take(token)
-        source = reader.take(SRC_SEP, payload=True)
-        local_map, full = _parse_locals(reader.take(ARG_SEP, payload=True), previous, reader.position)
-        arg = None
-        if event in WITH_ARG:
-            arg = _json(reader.take(ARG_SEP, payload=True), reader.position)
-            if not (arg is None or isinstance(arg, str)):
-                raise LanguageError(f"token {reader.position}: an arg must be a JSON string or null")
-        states.append(State(event, source, local_map, arg, full))
-        previous = local_map
-        if reader.next_token() == TRACE_END:
-            reader.take(TRACE_END)
-            break
-        reader.take(ACTION_SEP)
-        token = reader.next_token()
-        name = _BY_TOKEN.get(token)
-        if name is None or token not in ACTIONS.values():
-            raise LanguageError(f"token {reader.position}: expected an action, got {token}")
-        target = reader.take(token, payload=name == "breakpoint")
-        actions.append(Action(name, target if name == "breakpoint" else None))
+        if cwm:
+            if reader.done():
+                break
+            if reader.next_token() == END_OF_TEXT:
+                reader.take(END_OF_TEXT)
+                states.append(State(CWM_END))
+                break
+        elif states:
+            token = reader.next_token()
+            if token == TRACE_END:
+                reader.take(TRACE_END)
+                break
+            if token not in _ACTION_TOKENS:
+                raise LanguageError(f"token {reader.position}: expected an action or {TRACE_END}, got {token}")
+            name = _BY_TOKEN[token]
+            target = reader.take(token, payload=name == "breakpoint")
+            actions.append(Action(name, target if name == "breakpoint" else None))
+            if reader.next_token() in _END_TOKENS:
+                token = reader.next_token()
+                reader.take(token)
+                states.append(State(_BY_TOKEN[token]))
+                reader.take(TRACE_END)
+                break
+        state = _read_frame(reader, written)
+        states.append(state)
+        if state.event not in VALUED:
+            written = state.locals
     if reader.position != len(tokens):
-        raise LanguageError(f"token {reader.position}: text after <|trace_end|>")
+        raise LanguageError(f"token {reader.position}: text after the end")
+    _check_direction(states, actions)
+    return Episode(code, tuple(states), tuple(actions), entry_line)
+
+
+def _read_frame(reader: "_Reader", written: dict | None) -> State:
+    """One FRAME and its closing <|frame_sep|>."""
+    token = reader.next_token()
+    if token not in _EVENT_TOKENS:
+        raise LanguageError(f"token {reader.position}: expected an event, got {token}")
+    event = _BY_TOKEN[token]
+    if event in VALUED:
+        reader.take(token)
+        source = reader.take(ACTION_SEP, payload=True)
+        arg = _json(reader.take(ARG_SEP, payload=True), reader.position)
+        if not (arg is None or isinstance(arg, str)):
+            raise LanguageError(f"token {reader.position}: a return/exception value must be a JSON string")
+        state = State(event, source, {}, arg, True)
+    else:
+        local_map, full = _parse_locals(reader.take(token, payload=True), written, reader.position)
+        state = State(event, reader.take(ACTION_SEP, payload=True), local_map, None, full)
+    reader.take(FRAME_SEP)
+    return state
+
+
+def _check_direction(states: list, actions: list) -> None:
     kinds = {
-        "forward"
-        if state.event in FORWARD_EVENTS or state.event in ("exit_normal", "exit_error", "exit_never")
-        else "inverse"
-        for state in states
+        "inverse" if state.event in INVERSE_EVENTS or state.event in INVERSE_ENDS else "forward" for state in states
     }
     kinds |= {"inverse" if action.name.startswith("inv_") else "forward" for action in actions}
     if len(kinds) > 1:
         raise LanguageError("the text mixes forward and inverse events or actions")
-    return Episode(code, tuple(states), tuple(actions))
 
 
 class _Reader:
@@ -263,9 +332,12 @@ class _Reader:
         self.tokens = tokens
         self.position = 0
 
+    def done(self) -> bool:
+        return self.position >= len(self.tokens)
+
     def next_token(self) -> str:
-        if self.position >= len(self.tokens):
-            raise LanguageError("the text ends before <|trace_end|>")
+        if self.done():
+            raise LanguageError("the text ends before its end token")
         return self.tokens[self.position][0]
 
     def take(self, token: str, payload: bool = False) -> str:
@@ -295,7 +367,7 @@ def _parse_locals(payload: str, previous: dict | None, position: int) -> tuple[d
             raise LanguageError(f"token {position}: full locals must map names to repr strings")
         return value, True
     if previous is None:
-        raise LanguageError(f"token {position}: a delta with no previous state")
+        raise LanguageError(f"token {position}: a delta with no locals written before")
     result = dict(previous)
     for name, text in value.items():
         if name == _DELTA:
@@ -312,10 +384,9 @@ def _parse_locals(payload: str, previous: dict | None, position: int) -> tuple[d
 
 
 def pretty(text: str, show_code: bool = True) -> str:
-    """For reading (e.g. `tracegen inspect`): one state per line; optionally without the code context."""
-    body = text
-    if not show_code and text.startswith(TRACE_CONTEXT_START):
-        start = text.find(FRAME_SEP)
+    """For reading (e.g. `tracegen inspect`): a line break after each step; optionally the code elided."""
+    start = text.find(FRAME_SEP)
+    if not show_code and text.startswith(TRACE_CONTEXT_START) and start != -1:
         code_lines = text[len(TRACE_CONTEXT_START) : start].count("\n")
-        body = f"{TRACE_CONTEXT_START}<{code_lines} lines of code>" + text[start:]
-    return body.replace(FRAME_SEP, "\n" + FRAME_SEP)
+        text = f"{TRACE_CONTEXT_START}<{code_lines} lines of code>" + text[start:]
+    return text.replace(FRAME_SEP, FRAME_SEP + "\n")

@@ -71,15 +71,17 @@ class _Chooser:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Every choice of the policy; `policy_version` (version + a hash of all values) goes in each row."""
+    """Every choice of the policy and of the text; `policy_version` (version + a hash of all values) goes in
+    each row. `version` 2: the CWM frame grammar of schemas/trajectories.md (1: the layout before it)."""
 
-    version: str = "1"
+    version: str = "2"
     forward_mixture: tuple = DEFAULT_FORWARD
     inverse_mixture: tuple = DEFAULT_INVERSE
     breakpoint_miss_rate: float = 0.2
     max_actions: int = 64
     sample_repo_entry: bool = True
     directions: tuple = DIRECTIONS
+    locals_delta: bool = True  # the tracegen locals delta (`".."`); False: full locals in every frame, as CWM
 
     def __post_init__(self):
         if not isinstance(self.version, str) or not self.version:
@@ -88,6 +90,8 @@ class PolicyConfig:
         _check_mixture("inverse_mixture", self.inverse_mixture, INVERSE_ACTIONS)
         if not 0.0 <= self.breakpoint_miss_rate <= 1.0:
             raise ValueError(f"breakpoint_miss_rate must be in [0, 1], got {self.breakpoint_miss_rate!r}")
+        if type(self.locals_delta) is not bool:
+            raise ValueError(f"locals_delta must be a bool, got {self.locals_delta!r}")
         if type(self.max_actions) is not int or self.max_actions < 1:
             raise ValueError(f"max_actions must be a positive int, got {self.max_actions!r}")
         if (
@@ -250,10 +254,10 @@ def sample_one(walker: TraceWalker, config: PolicyConfig, seed: int, direction: 
         actions.append(_PLAIN_ACTIONS[name])
         nodes.append(node)
     if forward:
-        episode = forward_episode(trace, walker.forward, nodes, actions)
+        episode = forward_episode(trace, walker.forward, nodes, actions, delta=config.locals_delta)
         exit_ = trace.exit if node == end else "cut"
     else:
-        episode = inverse_episode(trace, walker.inverse, nodes, actions)
+        episode = inverse_episode(trace, walker.forward, walker.inverse, nodes, actions, delta=config.locals_delta)
         exit_ = "entry" if node == end else "cut"
     version = config.policy_version
     key = f"{trace.trace_id}\x00{direction}\x00{seed}\x00{version}\x00{index}"

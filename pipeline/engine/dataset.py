@@ -11,9 +11,11 @@ skipped on re-run.
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from pipeline.engine.stats import merge_counters
 from pipeline.writers.parquet import ShardInfo, temporary_path
@@ -104,6 +106,18 @@ def finished_unit(fs: pafs.FileSystem, root: str, unit: int, config_hash: str) -
 def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
     text = read_text(fs, f"{root}/{MANIFEST}")
     return None if text is None else json.loads(text)
+
+
+def table_rows(uri: str, table: str) -> Iterator[dict]:
+    """The rows of `table`, shard by shard in manifest order (as pyarrow's `to_pylist`: maps are lists of
+    pairs); ValueError when `uri` holds no dataset."""
+    fs, root = open_root(uri)
+    manifest = read_manifest(fs, root)
+    if manifest is None:
+        raise ValueError(f"{uri!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
+    for shard in manifest["tables"].get(table, {}).get("shards", []):
+        with fs.open_input_file(f"{root}/{shard['path']}") as source:
+            yield from pq.read_table(source).to_pylist()
 
 
 def write_manifest(

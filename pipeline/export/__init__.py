@@ -1,5 +1,7 @@
 """`tracegen export`: a dataset's rows written as another project's examples, one module per dialect.
 
+- `cwm` (export/cwm.py): each trace as the Code World Model's trace-prediction prompt and its expected
+  completion, so a CWM checkpoint can be prompted on held-out traces and scored like our own model.
 - `weave` (export/weave.py): the Go seed's point, distribution and trajectory examples, from the Go tables.
 
 Each dialect module has `OPTIONS` (the keyword options it accepts) and `records(data, **options)`, an
@@ -10,7 +12,7 @@ import json
 import os
 from importlib import import_module
 
-DIALECTS = {"weave": "pipeline.export.weave"}
+DIALECTS = {"cwm": "pipeline.export.cwm", "weave": "pipeline.export.weave"}
 
 
 def export(dialect: str, data: str, out: str, **options) -> int:

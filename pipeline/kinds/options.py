@@ -3,6 +3,7 @@
 import argparse
 from dataclasses import dataclass
 
+from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.config import KindConfig
 from pipeline.sandbox import BACKENDS
 from pipeline.stages.trajectories import SamplingSettings
@@ -34,7 +35,14 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--per-trace", type=int, default=SamplingSettings.per_trace, help="trajectories per trace and direction"
     )
+    parser.add_argument(
+        "--full-locals",
+        action="store_true",
+        help="write every frame's locals in full, as CWM does (default: the tracegen locals delta)",
+    )
 
 
 def sampling_from(args: argparse.Namespace) -> SamplingSettings:
-    return SamplingSettings(seed=args.seed, per_trace=args.per_trace)
+    return SamplingSettings(
+        seed=args.seed, per_trace=args.per_trace, policy=PolicyConfig(locals_delta=not args.full_locals)
+    )

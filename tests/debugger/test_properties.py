@@ -1,6 +1,7 @@
 """Properties of the trees, actions, policy and language over generated and real example traces."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,18 @@ from pipeline.debugger import (
     serialize,
 )
 from pipeline.debugger import actions as A
+from pipeline.debugger.language import (
+    ACTION_SEP,
+    ARG_SEP,
+    DIALECTS,
+    EVENT_TOKENS,
+    FRAME_SEP,
+    SPECIAL_TOKENS,
+    START_MARKER,
+    TRACE_CONTEXT_START,
+    VALUED,
+    unescape,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "functions.jsonl"
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -244,6 +257,11 @@ def _texts():
             "{",
             "<|frame_sep|>",
             "<|trace_end|>",
+            "<|action_sep|>",
+            "<|end_of_text|>",
+            START_MARKER,
+            "<< START_OF_TRACE",
+            "<",
             "\u2028",
             "\x00",
         ]
@@ -252,8 +270,8 @@ def _texts():
 
 
 @st.composite
-def episodes(draw):
-    forward = draw(st.booleans())
+def episodes(draw, dialect="debugger"):
+    forward = dialect == "cwm" or draw(st.booleans())
     events = (
         ["call", "line", "return", "exception"]
         if forward
@@ -264,28 +282,64 @@ def episodes(draw):
         if forward
         else ["inv_step_into", "inv_step_over", "inv_step_call"]
     )
-    n = draw(st.integers(1, 6))
+    n = draw(st.integers(0 if dialect == "cwm" else 1, 6))
     states, actions = [], []
-    for position in range(n):
+    written = False
+    for _ in range(n):
         event = draw(st.sampled_from(events))
+        if event in VALUED:
+            states.append(State(event, draw(_texts()), {}, draw(st.one_of(st.none(), _texts())), True))
+            continue
         local_map = draw(st.dictionaries(st.sampled_from(["a", "b", "c", "é"]), _texts(), max_size=3))
-        arg = draw(st.one_of(st.none(), _texts())) if event.endswith(("return", "exception")) else None
-        states.append(State(event, draw(_texts()), local_map, arg, position == 0 or draw(st.booleans())))
-    if draw(st.booleans()):
-        states.append(
-            State(draw(st.sampled_from(["exit_normal", "exit_error", "exit_never"] if forward else ["inv_exit_entry"])))
-        )
-    for _ in range(len(states) - 1):
-        name = draw(st.sampled_from(names))
-        actions.append(Action(name, draw(_texts()) if name == "breakpoint" else None))
-    return Episode(draw(_texts()), tuple(states), tuple(actions))
+        states.append(State(event, draw(_texts()), local_map, None, not written or draw(st.booleans())))
+        written = True
+    if states and draw(st.booleans()):
+        ends = ["end_of_text"] if dialect == "cwm" else ["exit_normal", "exit_error", "exit_never"]
+        states.append(State(draw(st.sampled_from(ends if forward else ["inv_exit_entry"]))))
+    if dialect == "debugger":
+        for _ in range(len(states) - 1):
+            name = draw(st.sampled_from(names))
+            actions.append(Action(name, draw(_texts()) if name == "breakpoint" else None))
+    code = draw(_texts())
+    entry_line = draw(st.integers(-1, code.count("\n")))
+    return Episode(code, tuple(states), tuple(actions), entry_line)
 
 
 @settings(max_examples=400, deadline=None)
-@given(episodes())
-def test_parse_inverts_serialize_on_arbitrary_payloads(episode):
-    text = serialize(episode)
-    assert parse(text) == episode
+@given(st.sampled_from(DIALECTS).flatmap(lambda dialect: st.tuples(st.just(dialect), episodes(dialect))))
+def test_parse_inverts_serialize_on_arbitrary_payloads(case):
+    dialect, episode = case
+    text = serialize(episode, dialect)
+    assert parse(text, dialect) == episode
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(DIALECTS).flatmap(lambda dialect: st.tuples(st.just(dialect), episodes(dialect))))
+def test_payloads_never_hold_a_token_and_action_sep_and_arg_sep_keep_cwms_meaning(case):
+    """Every special token of the text is one the serializer wrote: no payload holds one (of either
+    dialect), `<|action_sep|>` is always followed by a source line that ends its frame or precedes its
+    value, and `<|arg_sep|>` always by a JSON-string value that ends a return/exception frame."""
+    dialect, episode = case
+    text = serialize(episode, dialect)
+    tokens = re.findall(r"<\|(?!\|)[A-Za-z0-9_]+\|>", text)
+    assert set(tokens) <= set(SPECIAL_TOKENS)
+    frames = [state for state in episode.states if not state.is_end]
+    assert tokens.count(ACTION_SEP) == len(frames)
+    assert tokens.count(ARG_SEP) == sum(state.event in VALUED for state in frames)
+    context = text[len(TRACE_CONTEXT_START) : text.index(FRAME_SEP)]
+    assert context.count(START_MARKER) == (episode.entry_line >= 0)  # the code's own markers are escaped
+    pieces = re.split(r"(<\|(?!\|)[A-Za-z0-9_]+\|>)", text)
+    events = [token for token in tokens if token in EVENT_TOKENS.values()]
+    positions = [i for i, piece in enumerate(pieces) if piece == ACTION_SEP]
+    for position, event_token, state in zip(positions, events, frames, strict=True):
+        assert unescape(pieces[position + 1]) == state.source
+        following = pieces[position + 2]
+        if state.event in VALUED:
+            assert following == ARG_SEP and json.loads(unescape(pieces[position + 3])) == state.arg
+            assert pieces[position + 4] == FRAME_SEP
+        else:
+            assert following == FRAME_SEP
+        assert event_token == EVENT_TOKENS[state.event]
 
 
 def test_policy_config_is_validated_with_value_errors():

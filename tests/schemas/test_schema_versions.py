@@ -14,7 +14,7 @@ from schemas import TABLES
 PINNED = {
     "traces": (1, "110c2dd46e50d6d2"),
     "failures": (1, "2cc6bfab84f00fb9"),
-    "trajectories": (1, "11d6b88bb4a35066"),
+    "trajectories": (2, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),
     "go_runs": (3, "a942b5e35cf26db7"),
     "go_next_event": (2, "3255c5de4348f903"),
