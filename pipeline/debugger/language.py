@@ -32,6 +32,7 @@ written `<||` (a token is always `<|` then a letter). In CODE, a run of two or m
 
 import json
 import re
+from functools import lru_cache
 from json.encoder import encode_basestring as _enc
 from typing import NamedTuple
 
@@ -157,7 +158,7 @@ def serialize(episode: Episode, dialect: str = "debugger") -> str:
         raise ValueError("the cwm dialect writes plain traces: an episode with actions needs the debugger dialect")
     if not cwm and (not states or len(actions) != len(states) - 1):
         raise ValueError("an episode needs at least one state and exactly one action between states")
-    out = [TRACE_CONTEXT_START, escape(marked_context(episode.code, episode.entry_line)), FRAME_SEP]
+    out = [_context_text(episode.code, episode.entry_line)]
     append = out.append
     written: dict | None = None
     last = len(states) - 1
@@ -181,7 +182,7 @@ def serialize(episode: Episode, dialect: str = "debugger") -> str:
             if current or not full:
                 raise ValueError(f"a {event} state carries no locals (CWM's frame layout)")
             value = "null" if arg is None else _enc(arg)
-            append(f"{token}{ACTION_SEP}{escape(source)}{ARG_SEP}{escape(value)}{FRAME_SEP}")
+            append(f"{token}{ACTION_SEP}{source.replace('<|', '<||')}{ARG_SEP}{value.replace('<|', '<||')}{FRAME_SEP}")
             continue
         if _DELTA in current:
             raise ValueError(f"a variable named {_DELTA!r} cannot be written")
@@ -191,9 +192,15 @@ def serialize(episode: Episode, dialect: str = "debugger") -> str:
             raise ValueError("a delta needs locals written by an earlier state")
         else:
             local_text = _delta_text(current, written)
-        append(f"{token}{escape(local_text)}{ACTION_SEP}{escape(source)}{FRAME_SEP}")
+        append(f"{token}{local_text.replace('<|', '<||')}{ACTION_SEP}{source.replace('<|', '<||')}{FRAME_SEP}")
         written = current
     return "".join(out) if cwm else "".join(out) + TRACE_END
+
+
+@lru_cache(maxsize=256)
+def _context_text(code: str, entry_line: int) -> str:
+    """CONTEXT, escaped: the same for every trajectory of a trace, so built once per trace."""
+    return TRACE_CONTEXT_START + escape(marked_context(code, entry_line)) + FRAME_SEP
 
 
 def _dialect(dialect: str) -> str:
