@@ -64,6 +64,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
         )
         mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
         lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
+        lines += _parity_report(traces, manifest.get("stats") or {})
     lines += _go_report(out)
     failures = load_table(out, "failures")
     lines += ["", "failures by stage and reason:"]
@@ -89,6 +90,26 @@ def summarize(out: str, *, examples: int = 1) -> str:
                 f"{values['seconds']:>8.2f}s  dropped: {dropped}"
             )
     return "\n".join(lines)
+
+
+def _parity_report(traces: pl.DataFrame, stats: dict) -> list[str]:
+    """Outcome parity: tests (repositories) with the same outcome untraced, and traces flagged perturbed."""
+    lines = []
+    parity = stats.get("parity")
+    if parity and parity["in"]:
+        unchecked = parity["dropped"].get("unchecked", 0)
+        lines.append(
+            f"parity: {parity['out']} of {parity['in']} tests end the same traced and untraced "
+            f"({100 * parity['out'] / parity['in']:.1f}%)" + (f", {unchecked} unchecked" if unchecked else "")
+        )
+    if "perturbed" in traces.columns:
+        checked = traces.filter(pl.col("perturbed").is_not_null())
+        if checked.height:
+            flagged = int(checked["perturbed"].sum())
+            lines.append(f"perturbed traces: {flagged} of {checked.height} checked ({traces.height} in all)")
+    if "repr_mode" in traces.columns:
+        lines.append("values rendered: " + "  ".join(f"{mode} {n}" for mode, n in counts(traces, "repr_mode")))
+    return lines
 
 
 def _go_report(out: str) -> list[str]:

@@ -1,10 +1,17 @@
-"""The `traces` table: one row per traced entry call."""
+"""The `traces` table: one row per traced entry call.
+
+Values (`events[].locals`, `events[].arg`) are bounded reprs made without running the program's code:
+builtin values in CPython's exact repr, other objects rendered from their state, e.g. `Point(x=1, y=2)`
+(`repr_mode` `structural`, the default; rules and examples in [reprs.md](reprs.md)). `perturbed` says
+whether the traced execution is the one that happens without the tracer: the traced code was run once
+more untraced and its outcome compared.
+"""
 
 import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2
 
 EVENT = pa.struct(
     [
@@ -24,11 +31,15 @@ EVENT = pa.struct(
         field(
             "locals",
             pa.map_(pa.string(), pa.string()),
-            "the frame's locals as bounded reprs, in frame "
+            "the frame's locals as bounded reprs (schemas/reprs.md), in frame "
             "order: arguments at a call, the state before the line runs at a line event",
             nullable=False,
         ),
-        field("arg", pa.string(), "return value repr (return), exception repr (exception), else null"),
+        field(
+            "arg",
+            pa.string(),
+            "return value repr (return), exception as `Type(args...)` (exception; never its __str__), else null",
+        ),
     ]
 )
 
@@ -59,6 +70,20 @@ SCHEMA = pa.schema(
             "max_events | max_bytes | max_seconds | wall_time_kill | tracer_disabled | ...; null unless truncated",
         ),
         field("n_events", pa.int32(), "number of events", nullable=False),
+        field(
+            "repr_mode",
+            pa.string(),
+            "how values were rendered: structural (from their state, no program code run; the default) | "
+            "user (the objects' own __repr__, a per-job option)",
+            nullable=False,
+        ),
+        field(
+            "perturbed",
+            pa.bool_(),
+            "true when the outcome differs untraced (repo: the test's outcome in an untraced run of the suite; "
+            "function, with --check-parity: the return value or exception of an untraced call), false when it "
+            "is the same; null when not checked (no parity run, or the trace was cut)",
+        ),
         field(
             "events",
             pa.list_(pa.field("item", EVENT, nullable=False)),

@@ -313,3 +313,188 @@ BAD_INSTALL = _plain(
     """,
     {"requirements.txt": "./vendor/not-there\n"},
 )
+
+
+# -- classes whose __repr__, properties and dunders have side effects (the tracer must not call them) --------
+SIDE_EFFECTS = _plain(
+    """
+    class Clock:
+        \"\"\"A timer that advances every time it is read, like a test clock.\"\"\"
+
+        def __init__(self):
+            self.now = 0
+
+        def read(self):
+            self.now += 1
+            return self.now
+
+
+    class TTLCache:
+        \"\"\"Entries expire `ttl` clock readings after they are set; __repr__ expires them first.\"\"\"
+
+        def __init__(self, clock, ttl):
+            self.clock = clock
+            self.ttl = ttl
+            self.entries = {}
+
+        def expire(self):
+            now = self.clock.read()
+            for key in [key for key, (_, deadline) in self.entries.items() if deadline <= now]:
+                del self.entries[key]
+
+        def set(self, key, value):
+            self.entries[key] = (value, self.clock.read() + self.ttl)
+            return len(self.entries)
+
+        def get(self, key):
+            value, _ = self.entries[key]
+            return value
+
+        def __repr__(self):
+            self.expire()
+            return "TTLCache(%r)" % sorted(self.entries)
+
+        def __len__(self):
+            self.expire()
+            return len(self.entries)
+
+
+    def lookup(cache, key):
+        found = cache.get(key)
+        return found
+
+
+    class Token:
+        \"\"\"Counts every call of its repr, str, hash and equality.\"\"\"
+
+        calls = 0
+
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            Token.calls += 1
+            return "Token(%r)" % self.name
+
+        def __str__(self):
+            Token.calls += 1
+            return self.name
+
+        def __hash__(self):
+            Token.calls += 1
+            return hash(self.name)
+
+        def __eq__(self, other):
+            Token.calls += 1
+            return isinstance(other, Token) and other.name == self.name
+
+
+    class TokenList(list):
+        \"\"\"A list whose iteration and length are counted.\"\"\"
+
+        def __iter__(self):
+            Token.calls += 1
+            return list.__iter__(self)
+
+        def __len__(self):
+            Token.calls += 1
+            return list.__len__(self)
+
+
+    def join_tokens(tokens):
+        names = []
+        for token in list.__iter__(tokens):
+            names.append(token.name)
+        unique = {id(token) for token in list.__iter__(tokens)}
+        return "-".join(names), len(unique)
+
+
+    class Config:
+        \"\"\"Loads its data lazily on first access; counts loads and missing-attribute lookups.\"\"\"
+
+        loads = 0
+        misses = 0
+
+        def __init__(self, path):
+            self.path = path
+            self._data = None
+
+        @property
+        def data(self):
+            if self._data is None:
+                Config.loads += 1
+                self._data = {"path": self.path, "debug": False}
+            return self._data
+
+        def __getattr__(self, name):
+            Config.misses += 1
+            raise AttributeError(name)
+
+        def __repr__(self):
+            return "Config(%r)" % self.data
+
+
+    class Failing(Exception):
+        \"\"\"An exception whose __str__ and __repr__ have side effects.\"\"\"
+
+        def __str__(self):
+            Config.misses += 1
+            return "failing"
+
+        __repr__ = __str__
+
+
+    def describe(config):
+        path = config.path
+        return path.upper()
+
+
+    def fail_with(config):
+        raise Failing(config.path)
+    """,
+    """
+    import pytest
+
+    from lib.code import Clock, Config, Failing, Token, TokenList, TTLCache, describe, fail_with, join_tokens, lookup
+
+
+    def test_cache_entry_survives_until_its_deadline():
+        cache = TTLCache(Clock(), ttl=2)
+        assert cache.set("a", 1) == 1
+        assert lookup(cache, "a") == 1
+        assert cache.clock.now == 1  # only set() read the clock
+
+
+    def test_tokens_are_never_printed_hashed_or_compared():
+        tokens = TokenList([Token("a"), Token("b")])
+        assert join_tokens(tokens) == ("a-b", 2)
+        assert Token.calls == 0
+
+
+    def test_config_is_never_loaded():
+        config = Config("settings.toml")
+        assert describe(config) == "SETTINGS.TOML"
+        with pytest.raises(Failing):
+            fail_with(config)
+        assert (Config.loads, Config.misses) == (0, 0)
+    """,
+)
+
+# A suite with one test that behaves differently under any tracer: the parity check must flag it.
+TRACER_AWARE = _plain(
+    SIMPLE_LIB,
+    """
+    import sys
+
+    from lib.code import double
+
+
+    def test_ordinary():
+        assert double(2) == 4
+
+
+    def test_depends_on_the_tracer():
+        assert double(3) == 6
+        assert sys.gettrace() is None
+    """,
+)

@@ -42,8 +42,9 @@ DEFAULT_BUDGETS = {
 }
 
 
-_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), complex})
-_FLAT = frozenset({list, tuple, dict})
+# Type ids, not types: hashing or comparing a type runs its metaclass's __hash__/__eq__.
+_IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
+_FLAT = frozenset(map(id, (list, tuple, dict)))
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
@@ -53,7 +54,7 @@ def _signature(value, kind, max_items):
     none can be freed and its address reused while the cache compares them by identity."""
     items = islice(value.items() if kind is dict else value, max_items + 1)
     shown = [part for item in items for part in item] if kind is dict else list(items)
-    if not _IMMUTABLE.issuperset(map(type, shown)):
+    if not _IMMUTABLE.issuperset([id(type(item)) for item in shown]):
         return None
     return len(value), shown
 
@@ -340,9 +341,9 @@ class EntryTracer:
         line is what tracing spends most of its time on otherwise."""
         fragments, pairs = [], []
         max_items = self._max_items
-        for name, value in frame.f_locals.items():
+        for name, value in frame.f_locals.items():  # a function frame's: an exact dict
             hit = cache.get(name)
-            kind = type(value)
+            kind = id(type(value))
             if kind in _IMMUTABLE:
                 if hit is not None and hit[0] is value:
                     fragments.append(hit[2])
@@ -350,7 +351,7 @@ class EntryTracer:
                     continue
                 signature = None
             elif kind in _FLAT:
-                signature = _signature(value, kind, max_items)
+                signature = _signature(value, type(value), max_items)
                 if signature is not None and hit is not None and hit[0] is value and _same(signature, hit[3]):
                     fragments.append(hit[2])
                     pairs.append((name, hit[1]))

@@ -1,10 +1,15 @@
 """Sandbox entry point for function records: `python -m tracers.function_runner REQUEST OUTDIR`.
 
 REQUEST is a JSON file `{"records": [{"id", "code", "input", "entry"}], "budgets": {...}, "limits": {...},
-"record_timeout_s": float}`. Each record runs in its own forked child (so one record cannot corrupt
-another, and a C-level hang is killed from outside) and writes `OUTDIR/NNNNNN.trace` as JSON lines:
-a header object, event arrays, and an end object. When a child dies or is killed, the runner writes
-the end object for it. Standard library only.
+"record_timeout_s": float, "check_parity": bool}`. Each record runs in its own forked child (so one record
+cannot corrupt another, and a C-level hang is killed from outside) and writes `OUTDIR/NNNNNN.trace` as JSON
+lines: a header object, event arrays, and an end object. When a child dies or is killed, the runner writes
+the end object for it.
+
+With `check_parity`, the end object also holds `result` (the rendered return value or exception), and a
+record whose traced call ended by itself (exit normal or error) is run once more, untraced, in a fresh
+child, which writes `OUTDIR/NNNNNN.parity`: `{"type": "parity", "exit", "result"}`. The host compares the
+two. Standard library only.
 """
 
 import json
@@ -14,11 +19,13 @@ import signal
 import sys
 import threading
 
+from tracers import objstate
 from tracers.pytrace import TRACER_VERSION, Budgets, Tracer
-from tracers.saferepr import Limits
+from tracers.saferepr import Limits, SafeRepr
 
 RECORD_FILENAME = "<tracegen>"
 TERM_GRACE_S = 0.2
+_PLAIN_ARGS = frozenset(map(id, (str, int, float, bool, type(None), bytes)))
 
 
 def _line_writer(handle):
@@ -29,9 +36,9 @@ def _line_writer(handle):
     return write
 
 
-def _trace_record(record, budgets, limits, out):
-    """Child side: compile, evaluate the input, trace the entry call. Writes the end object."""
-    write = _line_writer(out)
+def _load_record(record, write):
+    """Compile the record and evaluate its input: (entry, args, kwargs, source lines), or None after writing
+    a failure object."""
     try:
         code = record["code"]
         namespace = {"__name__": "__tracegen__"}
@@ -49,8 +56,17 @@ def _trace_record(record, budgets, limits, out):
                 {"type": "failure", "stage": stage, "error_type": type(error).__name__, "message": _message(error)}
             )
         )
+        return None
+    return entry, args, kwargs, code.splitlines()
+
+
+def _trace_record(record, budgets, limits, out, check_parity):
+    """Child side: compile, evaluate the input, trace the entry call. Writes the end object."""
+    write = _line_writer(out)
+    loaded = _load_record(record, write)
+    if loaded is None:
         return
-    lines = code.splitlines()
+    entry, args, kwargs, lines = loaded
     tracer = Tracer(
         is_traced=lambda c: c.co_filename == RECORD_FILENAME,
         source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
@@ -62,24 +78,38 @@ def _trace_record(record, budgets, limits, out):
     write(json.dumps({"type": "start"}))
     out.flush()
     outcome = tracer.run(entry, args, kwargs)
-    write(json.dumps(dict(outcome.as_dict(), type="end")))
+    end = dict(outcome.as_dict(), type="end")
+    if check_parity and outcome.exit != "never":
+        end["result"] = SafeRepr(limits)(tracer.result)
+    write(json.dumps(end))
+
+
+def _run_untraced(record, limits, out):
+    """Child side of the parity check: the same call without the tracer; writes how it ended."""
+    loaded = _load_record(record, lambda line: None)
+    if loaded is None:
+        return
+    entry, args, kwargs, _ = loaded
+    try:
+        result, exit_ = entry(*args, **kwargs), "normal"
+    except BaseException as error:
+        result, exit_ = error, "error"
+    out.write(json.dumps({"type": "parity", "exit": exit_, "result": SafeRepr(limits)(result)}) + "\n")
 
 
 def _message(error):
+    """A builtin exception's message; a user exception class's type and args (its `__str__` is not run)."""
     try:
+        args = BaseException.__dict__["args"].__get__(error)
+        if objstate.is_heap(type(error)) or not all(id(type(arg)) in _PLAIN_ARGS for arg in args):
+            return SafeRepr()(error)[:2000]
         return ("%s" % (error,))[:2000]
     except BaseException:
-        return "<unprintable %s>" % type(error).__name__
+        return "<unprintable %s>" % objstate.qualname(type(error))
 
 
-def _run_child(record, budgets, limits, trace_path, output_path):
-    os.setpgid(0, 0)
-    null = os.open(os.devnull, os.O_RDONLY)
-    sink = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(null, 0)
-    os.dup2(sink, 1)
-    os.dup2(sink, 2)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a full disk quota is an OSError, not a kill
+def _run_child(record, budgets, limits, trace_path, output_path, check_parity):
+    null = _isolate(output_path)
     with open(trace_path, "w", encoding="ascii", buffering=1 << 16) as out:
         _guard_trace_file(out, null)
         out.write(
@@ -89,12 +119,33 @@ def _run_child(record, budgets, limits, trace_path, output_path):
                     "id": record.get("id"),
                     "tracer_version": TRACER_VERSION,
                     "python": "%d.%d.%d" % sys.version_info[:3],
+                    "repr_mode": limits.mode,
                 }
             )
             + "\n"
         )
-        _trace_record(record, budgets, limits, out)
+        _trace_record(record, budgets, limits, out, check_parity)
         out.flush()
+
+
+def _run_parity_child(record, limits, parity_path, output_path):
+    null = _isolate(output_path)
+    with open(parity_path, "w", encoding="ascii") as out:
+        _guard_trace_file(out, null)
+        _run_untraced(record, limits, out)
+        out.flush()
+
+
+def _isolate(output_path):
+    """A child's own process group, stdin from /dev/null, stdout and stderr to its output file."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    sink = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(null, 0)
+    os.dup2(sink, 1)
+    os.dup2(sink, 2)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a full disk quota is an OSError, not a kill
+    return null
 
 
 def _guard_trace_file(out, null):
@@ -187,23 +238,51 @@ def main(argv):
     limits = Limits(**request.get("limits", {}))
     timeout_s = float(request.get("record_timeout_s", budgets.max_seconds + 2.0))
     os.makedirs(out_dir, exist_ok=True)
+    check_parity = bool(request.get("check_parity"))
     for number, record in enumerate(request["records"]):
         trace_path = os.path.join(out_dir, "%06d.trace" % number)
         output_path = os.path.join(out_dir, "%06d.out" % number)
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _run_child(record, budgets, limits, trace_path, output_path)
-            finally:
-                os._exit(0)
-        status = _wait(pid, timeout_s)
-        if status is None:
-            _append_end(trace_path, "wall_time_kill")
-        elif os.WIFSIGNALED(status):
-            _append_end(trace_path, "killed_by_signal_%d" % os.WTERMSIG(status))
-        else:
-            _append_end(trace_path, "child_exit_%d" % os.WEXITSTATUS(status))
+        _in_child(_run_child, (record, budgets, limits, trace_path, output_path, check_parity), trace_path, timeout_s)
+        if check_parity and _ended_by_itself(trace_path):
+            parity_path = os.path.join(out_dir, "%06d.parity" % number)
+            _in_child(_run_parity_child, (record, limits, parity_path, output_path), None, timeout_s)
+
+
+def _in_child(run, args, trace_path, timeout_s):
+    """Run `run(*args)` in a forked child, wait for it up to timeout_s, and close its trace if it did not."""
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            run(*args)
+        finally:
+            os._exit(0)
+    status = _wait(pid, timeout_s)
+    if trace_path is None:
+        return
+    if status is None:
+        _append_end(trace_path, "wall_time_kill")
+    elif os.WIFSIGNALED(status):
+        _append_end(trace_path, "killed_by_signal_%d" % os.WTERMSIG(status))
+    else:
+        _append_end(trace_path, "child_exit_%d" % os.WEXITSTATUS(status))
+
+
+def _ended_by_itself(trace_path):
+    """Whether the traced call returned or raised (not cut by a budget or killed): only then is there a
+    result to compare. The host checks the files again; this only saves a pointless run."""
+    try:
+        fd = os.open(trace_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - 8192))
+        last = handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        end = json.loads(last)
+    except ValueError:
+        return False
+    return type(end) is dict and end.get("type") == "end" and end.get("exit") in ("normal", "error")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import time
 
 from tracers.saferepr import Limits, SafeRepr
 
-TRACER_VERSION = "1"
+TRACER_VERSION = "2"  # 2: values of user classes rendered from their state (tracers/saferepr.py)
 EVENT_FIELDS = (
     "index",
     "event",
@@ -25,7 +25,8 @@ EVENT_FIELDS = (
     "locals",
     "arg",
 )
-_IMMUTABLE = (int, float, str, bytes, bool, type(None), complex)
+# Type ids, not types: `type(v) in (int, ...)` compares with ==, which a metaclass can define.
+_IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # built once: json.dumps(**kw) rebuilds it per call
 
 
@@ -77,6 +78,7 @@ class Tracer:
         self._deadline = 0.0
         self._hook = self._on_new_frame
         self.outcome = Outcome()
+        self.result = None  # what the call returned or raised (for the parity check)
 
     def run(self, fn, args=(), kwargs=None):
         """Call fn(*args, **kwargs) under the tracer and return the Outcome; never raises."""
@@ -85,11 +87,12 @@ class Tracer:
         threading.settrace(self._hook)
         sys.settrace(self._hook)
         try:
-            fn(*args, **(kwargs or {}))
+            self.result = fn(*args, **(kwargs or {}))
             outcome.exit = "normal"
         except BudgetExceeded:
             pass
-        except BaseException:
+        except BaseException as error:
+            self.result = error
             outcome.exit = "error"
         finally:
             hook_intact = sys.gettrace() is self._hook
@@ -180,13 +183,16 @@ class Tracer:
     def _locals(self, frame, cache):
         """[[name, repr], ...] in the frame's order; immutable values keep their repr while unchanged."""
         pairs = []
-        for name, value in frame.f_locals.items():
+        namespace = frame.f_locals
+        if not issubclass(type(namespace), dict):  # a class body's __prepare__ mapping: its methods are user code
+            return pairs
+        for name, value in dict.items(namespace):
             hit = cache.get(name)
             if hit is not None and hit[0] is value:
                 text = hit[1]
             else:
                 text = self._repr(value)
-                if type(value) in _IMMUTABLE:
+                if id(type(value)) in _IMMUTABLE:
                     cache[name] = (value, text)
             pairs.append([name, text])
         return pairs

@@ -9,11 +9,17 @@ from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import SandboxedConfig, add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.kinds.options import (
+    SandboxedConfig,
+    add_repr_mode_argument,
+    add_sampling_arguments,
+    add_sandbox_argument,
+    sampling_from,
+)
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
-from pipeline.stages.trace_functions import TraceSettings, trace_functions
+from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 DEDUP_BATCH = 512
@@ -141,11 +147,21 @@ class FunctionsKind(JobKind[FunctionsConfig]):
             default=TraceSettings.record_timeout_s,
             help="wall-clock kill per record (above --max-seconds)",
         )
+        add_repr_mode_argument(parser)
+        parser.add_argument(
+            "--check-parity",
+            action="store_true",
+            help="run each record once more untraced and flag traces whose return value or exception differs",
+        )
         add_sampling_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, FunctionsConfig]:
         trace = TraceSettings(
-            max_events=args.max_events, max_seconds=args.max_seconds, record_timeout_s=args.record_timeout
+            max_events=args.max_events,
+            max_seconds=args.max_seconds,
+            record_timeout_s=args.record_timeout,
+            reprs=ReprLimits(mode=args.repr_mode),
+            check_parity=args.check_parity,
         )
         return args.input, FunctionsConfig(
             sandbox=args.sandbox, chunk_size=args.chunk_size, trace=trace, sampling=sampling_from(args)

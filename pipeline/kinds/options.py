@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.config import KindConfig
 from pipeline.sandbox import BACKENDS
+from pipeline.stages.trace_functions import REPR_MODES, ReprLimits
 from pipeline.stages.trajectories import SamplingSettings
 
 
@@ -27,6 +28,16 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
         choices=BACKENDS,
         default="bwrap",
         help="where untrusted code runs (default bwrap; process runs it without isolation)",
+    )
+
+
+def add_repr_mode_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repr-mode",
+        choices=REPR_MODES,
+        default=ReprLimits.mode,
+        help="how values of the program's classes are rendered: structural (from their state, no program "
+        "code run) or user (their own __repr__; only for code known to have pure reprs)",
     )
 
 

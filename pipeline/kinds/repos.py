@@ -23,12 +23,19 @@ from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
-from pipeline.kinds.options import SandboxedConfig, add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.kinds.options import (
+    SandboxedConfig,
+    add_repr_mode_argument,
+    add_sampling_arguments,
+    add_sandbox_argument,
+    sampling_from,
+)
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
+from pipeline.stages.trace_functions import ReprLimits
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 
@@ -81,12 +88,20 @@ class ReposKind(JobKind[ReposConfig]):
             default="",
             help="git mirrors and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)",
         )
+        add_repr_mode_argument(parser)
+        parser.add_argument(
+            "--no-parity",
+            action="store_true",
+            help="skip the untraced run of each suite that checks the tracer did not change any test's outcome",
+        )
         add_sampling_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
         return args.manifest, ReposConfig(
             sandbox=args.sandbox,
-            trace=RepoTraceSettings(max_events=args.max_events),
+            trace=RepoTraceSettings(
+                max_events=args.max_events, reprs=ReprLimits(mode=args.repr_mode), parity=not args.no_parity
+            ),
             sampling=sampling_from(args),
             cache_dir=args.cache_dir,
         )

@@ -3,6 +3,10 @@
 All records of a chunk go to one sandboxed runner, which forks a child per record. If the sandbox
 itself dies (wall clock, a crash), the first record without a complete trace is blamed with a failure
 row and the rest are run again in a fresh sandbox: one bad record never costs another.
+
+With `check_parity` each record whose traced call ended by itself is also run untraced (a fresh child);
+its return value or exception, rendered the same way, must equal the traced one. A record where they
+differ keeps its trace with `perturbed=true` and gets a failure row (stage `trace`, `OutcomePerturbed`).
 """
 
 import hashlib
@@ -18,21 +22,28 @@ from pipeline.sandbox import Bind, Sandbox, SandboxLimits
 from pipeline.sandbox.files import read_sandbox_file
 from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.functions import FunctionRecord
-from pipeline.stages.tracefile import TraceFormatError, parse_trace_file
+from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
+
+REPR_MODES = ("structural", "user")
 
 
 @dataclass(frozen=True)
 class ReprLimits:
-    """Caps on one value's repr (tracers/saferepr.py): characters, container items, nesting depth."""
+    """Caps on one value's repr (tracers/saferepr.py): characters, container items, nesting depth; and how
+    objects are rendered: `structural` (from their state, no program code run) or `user` (their own
+    `__repr__`, for corpora where it is known to be pure)."""
 
     max_chars: int = 200
     max_items: int = 20
     max_depth: int = 4
+    mode: str = "structural"
 
     def __post_init__(self):
         for name in ("max_chars", "max_items", "max_depth"):
             if type(getattr(self, name)) is not int or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.mode not in REPR_MODES:
+            raise ValueError(f"repr mode must be one of {', '.join(REPR_MODES)}, got {self.mode!r}")
 
     def request(self) -> dict:
         return asdict(self)
@@ -48,6 +59,7 @@ class TraceSettings:
     max_seconds: float = 5.0
     record_timeout_s: float = 10.0
     reprs: ReprLimits = field(default_factory=ReprLimits)
+    check_parity: bool = False
 
     def __post_init__(self):
         if self.max_events < 1 or self.max_bytes < 1 or self.max_seconds <= 0:
@@ -64,6 +76,7 @@ class TraceSettings:
             "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes, "max_seconds": self.max_seconds},
             "limits": self.reprs.request(),
             "record_timeout_s": self.record_timeout_s,
+            "check_parity": self.check_parity,
         }
 
 
@@ -75,7 +88,7 @@ def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def trace_row(record: FunctionRecord, parsed) -> dict:
+def trace_row(record: FunctionRecord, parsed, repr_mode: str, perturbed: bool | None = None) -> dict:
     end = parsed.end
     events = parsed.events
     exit_ = end["exit"]
@@ -97,6 +110,8 @@ def trace_row(record: FunctionRecord, parsed) -> dict:
         "truncation_reason": end.get("reason") if end["truncated"] else None,
         "n_events": len(events),
         "events": events,
+        "repr_mode": repr_mode,
+        "perturbed": perturbed,
     }
 
 
@@ -142,7 +157,8 @@ def trace_functions(
     )
 
 
-def _collect(record, data, settings, unit_id, rows, failures, index) -> None:
+def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
+    data, parity = output
     try:
         parsed = parse_trace_file(data, settings.max_events)
     except TraceFormatError as error:
@@ -175,11 +191,41 @@ def _collect(record, data, settings, unit_id, rows, failures, index) -> None:
             record.input_ref,
         )
         return
-    rows[index] = trace_row(record, parsed)
+    perturbed = None
+    if settings.check_parity:
+        perturbed = _compare(record, parsed, parity, unit_id, failures, index)
+    rows[index] = trace_row(record, parsed, settings.reprs.mode, perturbed)
+
+
+def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
+    """Whether the untraced call ended otherwise than the traced one; None when there is nothing to compare
+    (the trace was cut, or the untraced run left no valid result). A difference is also a failure row."""
+    end = parsed.end
+    traced = end.get("result")
+    if end["exit"] == "never" or type(traced) is not str or parity is None:
+        return None
+    try:
+        untraced = parse_parity_file(parity)
+    except TraceFormatError:
+        return None
+    if (untraced["exit"], untraced["result"]) == (end["exit"], traced):
+        return False
+    failures[index] = failure_row(
+        unit_id,
+        record.id,
+        "trace",
+        "OutcomePerturbed",
+        f"record {record.id!r}: the traced call ended with {end['exit']} {traced[:300]}, the untraced one with "
+        f"{untraced['exit']} {untraced['result'][:300]}; the code depends on the tracer (or is not "
+        f"deterministic); its trace is kept with perturbed=true",
+        record.input_ref,
+    )
+    return True
 
 
 def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings):
-    """Run the runner over `records`; returns (SandboxResult, {position: trace file bytes})."""
+    """Run the runner over `records`; returns (SandboxResult, {position: (trace file bytes, parity file bytes or
+    None)})."""
     scratch = tempfile.mkdtemp(prefix="tracegen-")
     try:
         out_dir = os.path.join(scratch, "out")  # made by the runner, as the sandbox user
@@ -199,7 +245,10 @@ def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: Trac
             data = read_sandbox_file(os.path.join(out_dir, "%06d.trace" % position), settings.max_bytes + (1 << 20))
             if data is None:
                 break
-            outputs[position] = data
+            parity = None
+            if settings.check_parity:
+                parity = read_sandbox_file(os.path.join(out_dir, "%06d.parity" % position), 1 << 16)
+            outputs[position] = (data, parity)
         return result, outputs
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -94,6 +94,8 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
             require(not events, "start after events")
         elif kind == "end":
             require(obj.get("exit") in EXITS and isinstance(obj.get("truncated"), bool), "bad end object")
+            result = obj.get("result")
+            require(result is None or (type(result) is str and len(result) <= 100_000), "bad end result")
             end = obj
         elif kind == "failure":
             require(not events and isinstance(obj.get("message"), str), "bad failure object")
@@ -102,6 +104,17 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
             raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
     require(end is not None or failure is not None, "trace has no end")
     return ParsedTrace(header, events, end, failure)
+
+
+def parse_parity_file(data: bytes) -> dict:
+    """The untraced run's result (tracers/function_runner.py): `{"type": "parity", "exit", "result"}`."""
+    lines = data.split(b"\n")
+    require(len(lines) == 2 and lines[1] == b"", "a parity file is one line")
+    value = _object(lines[0], 0)
+    require(value.get("type") == "parity", "not a parity object")
+    require(value.get("exit") in ("normal", "error"), "bad parity exit")
+    require(type(value.get("result")) is str and len(value["result"]) <= 100_000, "bad parity result")
+    return value
 
 
 def load_line(raw: bytes, number: int):

@@ -273,4 +273,15 @@ def test_backends_trace_the_same_ids(job, backend, tmp_path):
     )
     assert result.rows("failures") == []
     assert {row["trace_id"] for row in result.rows("traces")} == {row["trace_id"] for row in traces_of(job, "calc")}
-    assert set(result.counters) == {"clone", "install", "trace", "cut"}
+    assert set(result.counters) == {"clone", "install", "parity", "trace", "cut"}
+
+
+def test_parity_is_checked_for_every_traced_repository(job):
+    from pipeline.inspect import summarize
+
+    parity = job["manifest"]["stats"]["parity"]
+    assert parity["in"] > 0 and parity["out"] <= parity["in"]
+    assert {row["perturbed"] for row in traces_of(job, "calc")} == {False}  # its tests end the same untraced
+    report = summarize(job["out"])
+    assert f"parity: {parity['out']} of {parity['in']} tests end the same traced and untraced" in report
+    assert "perturbed traces: " in report and "values rendered: structural" in report

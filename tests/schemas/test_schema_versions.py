@@ -12,7 +12,7 @@ import pyarrow as pa
 from schemas import TABLES
 
 PINNED = {
-    "traces": (1, "110c2dd46e50d6d2"),
+    "traces": (2, "65f86afc60644912"),
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (2, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),

@@ -5,13 +5,14 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.functions import read_function_records
-from pipeline.stages.trace_functions import TraceSettings, trace_functions
+from pipeline.sources.functions import FunctionRecord, read_function_records
+from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -21,8 +22,9 @@ FAST = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
 INDEPENDENT_REPRS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from tracers.saferepr import SafeRepr
+from tracers.saferepr import Limits, SafeRepr
 safe = SafeRepr()
+user = SafeRepr(Limits(mode="user"))
 out = {}
 for line in sys.stdin:
     record = json.loads(line)
@@ -30,7 +32,7 @@ for line in sys.stdin:
     exec(compile(record["code"], "<independent>", "exec"), namespace)
     args, kwargs = eval("(lambda *a, **k: (a, k))(%s)" % record["input"], namespace)
     value = namespace[record.get("entry", "f")](*args, **kwargs)
-    out[record["id"]] = [repr(value), safe(value)]
+    out[record["id"]] = [repr(value), safe(value), user(value) == safe(value)]
 print(json.dumps(out))
 """
 
@@ -69,11 +71,12 @@ def test_entry_return_values_equal_an_independent_interpreter(traced_examples):
     assert result.returncode == 0, result.stderr
     expected = json.loads(result.stdout)
     for record in normal:
-        plain, bounded = expected[record.id]
+        plain, bounded, no_objects = expected[record.id]
         entry_return = [e for e in rows[record.id]["events"] if e["event"] == "return" and e["depth"] == 0][-1]
-        # Bounded reprs sort sets and cut long values; everything short and set-free is the plain repr.
+        # Bounded reprs sort sets and cut long values; every short, set-free value of builtins only is the
+        # plain repr (objects of the program's classes are rendered from their state, never by __repr__).
         assert entry_return["arg"] == bounded, record.id
-        if len(plain) <= 200 and "{" not in plain and "0x" not in plain:
+        if no_objects and len(plain) <= 200 and "{" not in plain and "0x" not in plain:
             assert entry_return["arg"] == plain, record.id
 
 
@@ -108,17 +111,20 @@ def test_hostile_records_end_as_traces_with_a_cause(traced_examples, record_id, 
         assert row["events"][-1]["event"] == "exception" and row["events"][-1]["arg"]
 
 
-def test_hostile_values_become_placeholders(traced_examples):
-    _, rows, _ = traced_examples
-    reprs = {
-        value
-        for row in (rows["bad_repr_raises"], rows["bad_repr_slow"], rows["bad_huge_int"])
-        for event in row["events"]
-        for _, value in event["locals"]
-    }
-    assert any("repr raised" in v for v in reprs)
-    assert any("repr timed out" in v for v in reprs)
-    assert any("digits>" in v for v in reprs)
+def test_hostile_values_are_rendered_without_running_their_code(traced_examples):
+    records, rows, _ = traced_examples
+    hostile = ("bad_repr_raises", "bad_repr_slow")
+    structural = {value for name in hostile for event in rows[name]["events"] for _, value in event["locals"]}
+    assert {"Broken(v=4)", "Sluggish(v=4)"} <= structural  # their raising and endless __repr__ never ran
+    assert any("digits>" in value for event in rows["bad_huge_int"]["events"] for _, value in event["locals"])
+    assert {rows[name]["repr_mode"] for name in hostile} == {"structural"}
+    # The per-job `user` mode calls them, each under its alarm.
+    settings = replace(FAST, reprs=ReprLimits(mode="user"))
+    output = trace_functions([r for r in records if r.id in hostile], make_sandbox("bwrap"), settings, "test")
+    user = {row["source_id"]: row for row in output.rows("traces")}
+    reprs = {value for row in user.values() for event in row["events"] for _, value in event["locals"]}
+    assert "<Broken repr raised>" in reprs and "<Sluggish repr timed out>" in reprs
+    assert {row["repr_mode"] for row in user.values()} == {"user"}
 
 
 def test_the_sandbox_kept_the_host_untouched(traced_examples):
@@ -210,3 +216,60 @@ def test_a_trace_file_replaced_by_a_link_is_never_followed(tmp_path):
     assert [r["source_id"] for r in rows] == ["after"]
     assert [f["source_id"] for f in failures] == ["planter"]
     assert "root:" not in json.dumps(failures) + json.dumps(rows)
+
+
+# -- outcome parity (--check-parity) -----------------------------------------------------------------------
+PARITY_RECORDS = {
+    "tracer_aware": "import sys\n\ndef f(n):\n    return sys.gettrace() is None\n",
+    "plain": "def f(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n",
+    "raises": "def f(n):\n    raise ValueError('bad', n)\n",
+    "repr_ticks": (
+        "class Clock:\n"
+        "    def __init__(self):\n"
+        "        self.ticks = 0\n"
+        "\n"
+        "    def __repr__(self):\n"
+        "        self.ticks += 1\n"
+        "        return 'Clock()'\n"
+        "\n"
+        "def f(n):\n"
+        "    clock = Clock()\n"
+        "    n += 1\n"
+        "    return clock.ticks\n"
+    ),
+    "endless": "def f(n):\n    while True:\n        n += 1\n",
+}
+
+
+def parity_run(mode: str, check: bool = True):
+    records = [FunctionRecord(name, code, "3", "f", f"test:{name}") for name, code in PARITY_RECORDS.items()]
+    settings = replace(FAST, reprs=ReprLimits(mode=mode), check_parity=check)
+    output = trace_functions(records, make_sandbox("bwrap"), settings, "test")
+    failures = {row["source_id"]: row for row in output.rows("failures")}
+    return {row["source_id"]: row["perturbed"] for row in output.rows("traces")}, failures
+
+
+def test_parity_flags_code_that_depends_on_the_tracer():
+    perturbed, failures = parity_run("structural")
+    assert perturbed == {
+        "tracer_aware": True,  # sys.gettrace() is the tracer's hook while traced
+        "plain": False,
+        "raises": False,  # the same exception (type and args) both ways
+        "repr_ticks": False,  # its counting __repr__ never ran
+        "endless": None,  # cut by a budget: nothing to compare
+    }
+    assert set(failures) == {"tracer_aware"}
+    failure = failures["tracer_aware"]
+    assert (failure["stage"], failure["error_type"]) == ("trace", "OutcomePerturbed")
+    assert "normal True" in failure["message"] and "normal False" in failure["message"]
+
+
+def test_parity_sees_the_perturbation_a_user_repr_causes():
+    perturbed, failures = parity_run("user")
+    assert perturbed["repr_ticks"] is True and perturbed["plain"] is False
+    assert "repr_ticks" in failures
+
+
+def test_without_parity_nothing_is_compared():
+    perturbed, failures = parity_run("structural", check=False)
+    assert set(perturbed.values()) == {None} and failures == {}

@@ -207,8 +207,8 @@ def test_methods_and_signatures(tmp_path):
     traced = Traced(tmp_path, NESTED)
     traced.run(lambda m: (m.Box(3).get(), m.signature(1, 2, 3, c=5, e=6)))
     marks = {mark["qualname"]: mark for mark, _ in traced.entries()}
-    assert marks["Box.__init__"]["input"].startswith("self=<")
-    assert marks["Box.get"]["input"].startswith("self=<")
+    assert marks["Box.__init__"]["input"] == "self=Box(), value=3"  # rendered from its state, before __init__ sets it
+    assert marks["Box.get"]["input"].startswith("self=Box(")
     assert marks["signature"]["input"] == "1, b=2, c=5, d=4, *(3,), **{'e': 6}"
 
 

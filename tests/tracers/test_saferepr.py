@@ -5,6 +5,7 @@ import time
 from tracers.saferepr import Limits, SafeRepr
 
 safe = SafeRepr(Limits(max_chars=80, max_items=5, max_depth=3, user_repr_s=0.05))
+user = SafeRepr(Limits(max_chars=80, max_items=5, max_depth=3, user_repr_s=0.05, mode="user"))
 
 
 def test_plain_values_match_repr():
@@ -53,13 +54,13 @@ class Slow:
 
 
 def test_raising_repr_becomes_a_placeholder():
-    text = safe(Broken())
+    text = user(Broken())
     assert text == "<Broken repr raised>"
 
 
 def test_slow_repr_is_interrupted():
     start = time.monotonic()
-    text = safe(Slow())  # computed outside the assert: pytest would repr the object itself
+    text = user(Slow())  # computed outside the assert: pytest would repr the object itself
     assert text == "<Slow repr timed out>"
     assert time.monotonic() - start < 1.0
 
@@ -73,8 +74,10 @@ def test_user_iter_and_lt_are_never_called():
         def __lt__(self, other):
             raise AssertionError("compared")
 
-    assert "iterated" not in safe(Hostile([1]))
-    assert safe({Uncomparable()}).startswith("{<")
+    for renderer in (safe, user):
+        assert "iterated" not in renderer(Hostile([1]))
+    assert user({Uncomparable()}).startswith("{<")
+    assert safe({Uncomparable()}) == "{test_user_iter_and_lt_are_never_called.<locals>.Uncomparable()}"
 
 
 def test_memory_addresses_are_normalised():
@@ -84,7 +87,8 @@ def test_memory_addresses_are_normalised():
     def local():
         pass
 
-    assert safe(Plain()) == "<test_memory_addresses_are_normalised.<locals>.Plain object at 0x...>"
+    assert user(Plain()) == "<test_memory_addresses_are_normalised.<locals>.Plain object at 0x...>"
+    assert safe(object()) == "<object object at 0x...>"
     assert "0x..." in safe(local) and "0x7" not in safe(local)
 
 

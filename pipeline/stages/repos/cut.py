@@ -87,8 +87,19 @@ class SourceReader:
 class EntryCutter:
     """Called with each parsed test: cuts its entries into `traces` rows, identical traces once."""
 
-    def __init__(self, spec: RepoSpec, checkout, settings: RepoTraceSettings, counter: StageCounters):
+    def __init__(
+        self,
+        spec: RepoSpec,
+        checkout,
+        settings: RepoTraceSettings,
+        counter: StageCounters,
+        baseline: dict[str, str | None] | None = None,
+    ):
+        """`baseline`: each test's outcome in the untraced run (None: no parity run); a trace is `perturbed`
+        when its test ended otherwise there, unknown (null) when that run did not finish the test."""
         self.spec, self.checkout, self.counter = spec, checkout, counter
+        self.baseline = baseline
+        self.repr_mode = settings.reprs.mode
         self.max_events = spec.max_events or settings.max_events
         self.sources = SourceReader(checkout.path)
         self.rows: list[dict] = []
@@ -100,6 +111,9 @@ class EntryCutter:
         start = time.perf_counter()
         header = stream.header or {}
         python, version = str(header.get("python"))[:20], str(header.get("tracer_version"))[:20]
+        perturbed = None
+        if self.baseline is not None and self.baseline.get(test.nodeid) is not None and test.outcome is not None:
+            perturbed = self.baseline[test.nodeid] != test.outcome
         for entry in test.entries:
             self.counter.n_in += 1
             try:
@@ -133,6 +147,8 @@ class EntryCutter:
                     "truncation_reason": entry["reason"] if entry["truncated"] else None,
                     "n_events": len(events),
                     "events": events,
+                    "repr_mode": self.repr_mode,
+                    "perturbed": perturbed,
                 }
             )
         elapsed = time.perf_counter() - start

@@ -24,11 +24,13 @@ MAX_OUTPUT_BYTES = 192 << 20
 
 @dataclass(frozen=True)
 class RepoTraceSettings:
-    """The job-wide budgets of one entry trace (a manifest entry may set its own) and the repr caps."""
+    """The job-wide budgets of one entry trace (a manifest entry may set its own), the repr caps and mode,
+    and whether the suite also runs untraced to check that the tracer changed no test's outcome."""
 
     max_events: int = 10_000
     max_bytes: int = 8 << 20
     reprs: ReprLimits = field(default_factory=ReprLimits)
+    parity: bool = True
 
     def __post_init__(self):
         if self.max_events < 1 or self.max_bytes < 1:
@@ -84,7 +86,7 @@ def run_suite(
     untraced: bool = False,
 ) -> SuiteRun:
     """Run the suite in the trace sandbox and parse its stream (`on_test` gets each test as it is
-    parsed); `untraced` runs it the same way without the tracer (the benchmark's baseline)."""
+    parsed); `untraced` runs it the same way without the tracer (the parity run, the benchmark's baseline)."""
     with counter.timed():
         scratch = os.path.join(run_dir, "scratch")
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,9 +1,10 @@
 """Stage: trace one repository@commit's test suite and cut function-level `traces` rows out of it.
 
 clone (GitPython cache) → install (sandbox, network on: a fresh venv in a writable dir, worktree
-read-only) → trace (sandbox, network off: worktree and venv read-only, a fresh writable scratch dir;
-`tracers.repo_runner trace` runs pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the
-stream, one row per entry, identical traces stored once).
+read-only) → parity (the suite once untraced, in the same sandbox: each test's outcome) → trace (sandbox,
+network off: worktree and venv read-only, a fresh writable scratch dir; `tracers.repo_runner trace` runs
+pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry,
+identical traces stored once; a trace whose test ended otherwise untraced is `perturbed`).
 
 Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname`, `test_id` = the pytest node id
 of the test whose setup, call or teardown made the call, `code` = the entry function's source text
@@ -16,8 +17,9 @@ traced by two tests is stored once (the first test's id is kept).
 
 Everything else that happens is a failures row, and traces recorded before a problem are kept:
 clone/fetch/ref/checkout errors, a failed install, collection errors (e.g. a syntax error), failing
-tests (traced anyway), a test past its time budget, an output flood, writes outside the scratch
-directory, network access, a fork bomb, a run killed by the sandbox, malformed tracer output.
+tests (traced anyway), tests whose outcome the tracer changed, a test past its time budget, an output
+flood, writes outside the scratch directory, network access, a fork bomb, a run killed by the sandbox,
+malformed tracer output.
 """
 
 import shutil
@@ -30,10 +32,11 @@ from pipeline.sources.git_cache import GitCache, GitCacheError
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.cut import EntryCutter
 from pipeline.stages.repos.install import install_repo
+from pipeline.stages.repos.parity import outcomes, report_parity
 from pipeline.stages.repos.report import report_run
 from pipeline.stages.repos.run import RepoTraceSettings, run_suite
 
-STAGES = ("clone", "install", "trace", "cut")
+STAGES = ("clone", "install", "parity", "trace", "cut")
 
 
 def trace_repo(
@@ -45,8 +48,8 @@ def trace_repo(
     work_root: str | None = None,
     pip_cache: str | None = None,
 ) -> StageOutput:
-    """Clone, install, trace and cut one repository: its `traces` and `failures` rows and the counters of
-    its four stages. Never raises for what the repository does."""
+    """Clone, install, check parity, trace and cut one repository: its `traces` and `failures` rows and the
+    counters of its stages. Never raises for what the repository does."""
     counters = {stage: StageCounters(stage) for stage in STAGES}
     output = StageOutput({"traces": [], "failures": []}, counters)
     fail = RepoFailures(spec, unit_id, output.tables["failures"])
@@ -65,9 +68,18 @@ def trace_repo(
     try:
         env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
         if env_dir is not None:
-            cutter = EntryCutter(spec, checkout, settings, counters["cut"])
+            baseline = None
+            if settings.parity:
+                untraced = StageCounters("untraced")
+                baseline = outcomes(
+                    run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, untraced, untraced=True).stream
+                )
+                counters["parity"].seconds += untraced.seconds
+            cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline)
             run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
             report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
+            if baseline is not None:
+                report_parity(baseline, run.stream, spec, counters["parity"], fail)
             output.tables["traces"] = cutter.finish(fail)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
