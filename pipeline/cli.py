@@ -1,4 +1,5 @@
-"""The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect` and `export`.
+"""The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect`, `export`,
+`refresh` (a new dataset version with only what is new) and `report` (report.html and plots of a version).
 
 Exit status: 0 done; 1 some units failed (the dataset holds the others; run again to complete it);
 2 bad input or configuration, or the machine lacks something (named, with the fix), before any work.
@@ -9,8 +10,10 @@ import sys
 
 from pipeline.engine.errors import SetupError
 from pipeline.engine.job import JobIncomplete, run_job
+from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS, kind_named
+from pipeline.refresh.command import add_refresh_arguments, run_refresh
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="weave: re-parse the stored raw traces, keeping the runtime's goroutines as the seed's pipeline does",
     )
+    refresh = commands.add_parser("refresh", help="publish a new dataset version with only what is new (nightly)")
+    add_refresh_arguments(refresh)
+    report = commands.add_parser("report", help="write report.html and PNG plots beside a version's manifest")
+    report.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
     return parser
 
 
@@ -52,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "inspect":
             print(summarize(args.out, examples=args.examples))
+            return 0
+        if args.command == "refresh":
+            return run_refresh(args)
+        if args.command == "report":
+            from pipeline.report import write_report
+
+            print(f"report -> {write_report(args.out)}")
             return 0
         if args.command == "export":
             written = export(args.dialect, args.data, args.out, runtime_goroutines=args.runtime_goroutines)
@@ -74,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except JobIncomplete as error:
         print(f"tracegen: incomplete: {error}", file=sys.stderr)
+        return 1
+    except CommitConflict as error:
+        print(f"tracegen refresh: FAILED: {error}; run again to build on it", file=sys.stderr)
         return 1
 
 

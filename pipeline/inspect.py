@@ -1,16 +1,18 @@
 """`tracegen inspect OUT`: what a dataset holds, read with polars from the manifest's shard list."""
 
 import json
+import posixpath
 
 import polars as pl
 
 from pipeline.debugger.report import trajectory_report
 from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.versions import resolve_dataset, shard_file, version_lines
 
 
 def load_table(out: str, table: str) -> pl.DataFrame | None:
     """All shards of `table` listed in the manifest (never a directory listing), or None if empty."""
-    fs, root = open_root(out)
+    fs, root = open_root(resolve_dataset(out))
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
@@ -19,7 +21,7 @@ def load_table(out: str, table: str) -> pl.DataFrame | None:
         return None
     frames = []
     for shard in shards:
-        with fs.open_input_file(f"{root}/{shard['path']}") as source:
+        with fs.open_input_file(shard_file(root, shard["path"])) as source:
             frames.append(pl.read_parquet(source))
     return pl.concat(frames)
 
@@ -30,23 +32,27 @@ def counts(frame: pl.DataFrame, *columns: str) -> list[tuple]:
 
 
 def summarize(out: str, *, examples: int = 1) -> str:
-    """A human-readable report: tables, exits, failures by reason, events, one decoded trace."""
-    fs, root = open_root(out)
+    """A human-readable report: tables, exits, failures by reason, events, one decoded trace. `out` is a
+    dataset directory, or a versioned root (its versions are listed; the latest is summarised)."""
+    fs, root = open_root(resolve_dataset(out))
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
     lines = [
         f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
         f"created {manifest['created']})",
-        "",
-        "tables:",
     ]
+    versioned_fs, versioned_root = open_root(out)
+    versions = version_lines(versioned_fs, versioned_root)
+    if versions:
+        lines += ["", f"versions (latest: {root}):", *versions]
+    lines += ["", "tables:"]
     empty = [name for name, table in manifest["tables"].items() if not table["rows"]]
     for name, table in manifest["tables"].items():
         if table["rows"]:
             lines.append(
                 f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
-                f"{table['bytes'] / 1e6:>8.2f} MB  {root}/{name}/*.parquet"
+                f"{table['bytes'] / 1e6:>8.2f} MB  {_shard_dirs(root, table)}"
             )
     if empty:
         lines.append(f"  (no rows: {', '.join(empty)})")
@@ -90,6 +96,12 @@ def summarize(out: str, *, examples: int = 1) -> str:
                 f"{values['seconds']:>8.2f}s  dropped: {dropped}"
             )
     return "\n".join(lines)
+
+
+def _shard_dirs(root: str, table: dict) -> str:
+    """Where a table's shards are: one directory, or (a refreshed version) its own and earlier versions'."""
+    dirs = sorted({posixpath.dirname(shard_file(root, shard["path"])) for shard in table["shards"]})
+    return f"{dirs[0]}/*.parquet" if len(dirs) == 1 else f"{', '.join(dirs)} (the manifest lists each shard)"
 
 
 def _parity_report(traces: pl.DataFrame, stats: dict) -> list[str]:

@@ -110,13 +110,16 @@ def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
 
 def table_rows(uri: str, table: str) -> Iterator[dict]:
     """The rows of `table`, shard by shard in manifest order (as pyarrow's `to_pylist`: maps are lists of
-    pairs); ValueError when `uri` holds no dataset."""
-    fs, root = open_root(uri)
+    pairs); `uri` is a dataset directory or a versioned root (its latest version); ValueError when it holds
+    no dataset."""
+    from pipeline.engine.versions import resolve_dataset, shard_file
+
+    fs, root = open_root(resolve_dataset(uri))
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{uri!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
     for shard in manifest["tables"].get(table, {}).get("shards", []):
-        with fs.open_input_file(f"{root}/{shard['path']}") as source:
+        with fs.open_input_file(shard_file(root, shard["path"])) as source:
             yield from pq.read_table(source).to_pylist()
 
 
@@ -131,10 +134,12 @@ def write_manifest(
     seed: int | None,
     code_version: str,
     failed_units: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
 ) -> dict:
     """Assemble the manifest from the units' completion records; write `stats.json`, then the manifest last.
 
-    Units that failed are listed (`failed_units`) and contribute nothing; a re-run completes them.
+    Units that failed are listed (`failed_units`) and contribute nothing; a re-run completes them. `files`
+    (name -> sha256) lists what the dataset holds beside its tables (a packed dataset's tokenizer.json).
     """
     tables = {}
     for name, module in TABLES.items():
@@ -160,6 +165,8 @@ def write_manifest(
         "tables": tables,
         "stats": merge_counters([record.counters for record in records]),
     }
+    if files:
+        manifest["files"] = dict(sorted(files.items()))
     stats = {
         "stages": manifest["stats"],
         "failed_units": manifest["failed_units"],

@@ -69,6 +69,16 @@ def find_duplicates(
     return kept, rows, counters
 
 
+def read_counted(path: str) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
+    """The file's records, the failure rows of its unreadable lines, and the `read` stage's counters."""
+    records, read_failures = read_function_records(path)
+    read = StageCounters("read")
+    read.n_in, read.n_out = len(records) + len(read_failures), len(records)
+    for row in read_failures:
+        read.drop(row["error_type"])
+    return records, read_failures, read
+
+
 def chunk_units(
     records: list[FunctionRecord],
     read_failures: list[dict],
@@ -171,11 +181,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
         check_sandbox(config.sandbox)
 
     def units(self, source: str, config: FunctionsConfig) -> list[Unit]:
-        records, read_failures = read_function_records(source)
-        read = StageCounters("read")
-        read.n_in, read.n_out = len(records) + len(read_failures), len(records)
-        for row in read_failures:
-            read.drop(row["error_type"])
+        records, read_failures, read = read_counted(source)
         records, duplicates, dedup = find_duplicates(records, config.dedup)
         return chunk_units(records, read_failures, duplicates, {"read": read, "dedup": dedup}, config.chunk_size)
 

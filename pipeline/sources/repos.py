@@ -100,6 +100,11 @@ def read_repo_manifest(path: str) -> list[RepoSpec]:
     tables = document.get("repo", [])
     if not isinstance(tables, list) or not all(isinstance(table, dict) for table in tables):
         raise ValueError(f"{path}: `repo` must be an array of tables, written as [[repo]] headers")
+    return repo_specs(path, text, tables)
+
+
+def repo_specs(path: str, text: str, tables: list[dict]) -> list[RepoSpec]:
+    """The [[repo]] tables of the TOML file `path` (its `text`, for line numbers) as specs, names unique."""
     specs, seen = [], {}
     for position, table in enumerate(tables):
         spec = _spec(path, text, position, table)

@@ -288,3 +288,45 @@ def test_a_submitted_job_with_bad_input_fails_naming_the_file(cluster, tmp_path)
     message = f"{path}: [[repo]] #1 (a): max_events must be a positive int, got -5 (line 5)"
     assert message in result.stdout, result.stdout[-3000:]
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def nightly(cluster, night: str, *args: str) -> subprocess.CompletedProcess:
+    """jobs/submit_nightly.sh against the cluster, as a scheduler would call it."""
+    env = dict(cluster.env, TRACEGEN_NIGHT=night, RAY=RAY)
+    return subprocess.run(
+        [str(ROOT / "jobs" / "submit_nightly.sh"), cluster.dashboard, *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_retried_nightly_submission_attaches_to_the_night_s_job_instead_of_running_twice(cluster, tmp_path):
+    """docs/scheduling.md's retry rule: the same night submitted twice is one job and one version; a new
+    night with nothing new succeeds and publishes nothing; a bad sources file is a failed job (exit 1)."""
+    functions, sources, root = tmp_path / "f.jsonl", tmp_path / "sources.toml", tmp_path / "root"
+    functions.write_text(
+        "".join(
+            json.dumps({"id": f"n{i}", "code": f"def f(x):\n    return x * {i + 2}\n", "input": "3"}) + "\n"
+            for i in range(3)
+        )
+    )
+    sources.write_text(f'[[functions]]\npath = "{functions}"\n')
+    args = ("--sources", str(sources), "--root", str(root), "--sandbox", "process", "--no-report")
+    night = f"nightly-test-{uuid.uuid4().hex[:8]}"
+    first = nightly(cluster, night, *args)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    assert "published version 1" in first.stdout and f"{night} succeeded" in first.stdout
+    retried = nightly(cluster, night, *args)
+    assert retried.returncode == 0, retried.stdout[-3000:] + retried.stderr[-2000:]
+    assert "already submitted; following it" in retried.stdout
+    assert [job["submission_id"] for job in cluster.jobs()].count(night) == 1
+    assert sorted(p.name for p in (root / "_log").glob("*.json")) == [f"{1:020d}.json"]
+
+    quiet = nightly(cluster, f"{night}-next", *args)
+    assert quiet.returncode == 0 and "nothing new" in quiet.stdout, quiet.stdout[-3000:]
+    sources.write_text(f'[[functions]]\npath = "{functions}"\nglob = "*"\n')
+    bad = nightly(cluster, f"{night}-bad", *args)
+    assert bad.returncode == 1 and "unknown key 'glob'" in bad.stdout + bad.stderr, bad.stdout[-3000:]

@@ -1,0 +1,188 @@
+"""Dataset versions under one root, published through a commit log (DESIGN.md §10, Delta Lake's commit rule).
+
+Layout under ROOT:
+    versions/{N}/            version N: its own shards, `_units/` completion records, `manifest.json`. Its
+                             manifest may also list shards of earlier versions (`../M/traces/...`): what did
+                             not change is referenced, never copied. Until N is committed the directory is
+                             the staging area of the refresh building it (a killed run's units are reused).
+    _log/{N:020d}.json       the commit: version N exists once this file does, and never changes after.
+    LATEST                   a hint (the number of the latest version), rewritten after each commit.
+
+Guarantees:
+- A version is committed by creating its log file only if it does not exist yet: on a local filesystem a
+  complete temporary file is hard-linked to the final name (`link` fails if it exists), so two writers
+  racing on N never both succeed and no reader ever sees a partial entry. On an object store the same
+  rule needs a conditional put (s3fs `open(path, "xb")`); a filesystem with neither is refused.
+- Readers take the highest committed N (never LATEST alone, never an uncommitted directory).
+- Retention keeps the last K committed versions, the one LATEST names, and every version whose shards
+  a kept manifest lists; a removed version loses its log entry first, then its directory.
+"""
+
+import fcntl
+import json
+import os
+import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pyarrow.fs as pafs
+
+from pipeline.engine.dataset import MANIFEST, open_root, read_manifest, read_text, write_text
+
+LOG = "_log"
+VERSIONS = "versions"
+LATEST = "LATEST"
+
+
+def version_dir(root: str, n: int) -> str:
+    return f"{root}/{VERSIONS}/{n}"
+
+
+def log_path(root: str, n: int) -> str:
+    return f"{root}/{LOG}/{n:020d}.json"
+
+
+def committed_versions(fs: pafs.FileSystem, root: str) -> list[int]:
+    """The committed version numbers, ascending (temporary files and anything else in _log/ ignored)."""
+    infos = fs.get_file_info(pafs.FileSelector(f"{root}/{LOG}", allow_not_found=True))
+    names = [info.base_name for info in infos if info.type == pafs.FileType.File]
+    return sorted(
+        int(name[:20]) for name in names if len(name) == 25 and name.endswith(".json") and name[:20].isdigit()
+    )
+
+
+def latest_version(fs: pafs.FileSystem, root: str) -> int | None:
+    versions = committed_versions(fs, root)
+    return versions[-1] if versions else None
+
+
+def log_entry(fs: pafs.FileSystem, root: str, n: int) -> dict | None:
+    text = read_text(fs, log_path(root, n))
+    return None if text is None else json.loads(text)
+
+
+def resolve_dataset(uri: str) -> str:
+    """The dataset directory a reader should open for `uri`: `uri` itself when it holds a manifest (a job's
+    --out or an explicit ROOT/versions/N), else the latest committed version of the root `uri`; `uri`
+    unchanged when it is neither (the reader then says it holds no dataset)."""
+    fs, root = open_root(uri)
+    if fs.get_file_info(f"{root}/{MANIFEST}").type == pafs.FileType.File:
+        return uri
+    latest = latest_version(fs, root)
+    return uri if latest is None else f"{uri.rstrip('/')}/{VERSIONS}/{latest}"
+
+
+def shard_file(root: str, path: str) -> str:
+    """Where a manifest's shard path (relative to its dataset directory, possibly `../M/...`) lives."""
+    return posixpath.normpath(f"{root}/{path}")
+
+
+class CommitConflict(RuntimeError):
+    """Another writer committed this version number first."""
+
+
+def commit_version(fs: pafs.FileSystem, root: str, n: int, entry: dict) -> None:
+    """Publish version `n` by creating its log entry exclusively; CommitConflict if it exists already."""
+    fs.create_dir(f"{root}/{LOG}", recursive=True)
+    final = log_path(root, n)
+    data = json.dumps(entry, indent=2, sort_keys=True).encode()
+    if isinstance(fs, pafs.LocalFileSystem):
+        temporary = f"{root}/{LOG}/.{n:020d}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, final)
+        except FileExistsError:
+            raise CommitConflict(f"version {n} was committed by another writer") from None
+        finally:
+            os.unlink(temporary)
+        return
+    _commit_conditional_put(fs, final, data, n)
+
+
+def _commit_conditional_put(fs: pafs.FileSystem, final: str, data: bytes, n: int) -> None:
+    """An object store: a create-exclusive put through fsspec (e.g. s3fs, which supports mode "xb")."""
+    try:
+        import fsspec  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        raise ValueError(
+            f"publishing versions on {fs.type_name!r} needs a conditional put: install fsspec with a client "
+            f"that supports mode 'xb' (s3fs >= 2024.12), or use a local root"
+        ) from None
+    target = fsspec.filesystem(fs.type_name)
+    try:
+        with target.open(final, "xb") as handle:
+            handle.write(data)
+    except FileExistsError:
+        raise CommitConflict(f"version {n} was committed by another writer") from None
+    except (NotImplementedError, ValueError) as error:
+        raise ValueError(
+            f"{fs.type_name!r} has no conditional put ({error}); versions cannot be published there"
+        ) from error
+
+
+def write_latest(fs: pafs.FileSystem, root: str, n: int) -> None:
+    write_text(fs, f"{root}/{LATEST}", f"{n}\n")
+
+
+def referenced_versions(manifest: dict) -> set[int]:
+    """The versions whose directories hold shards this manifest lists (`../M/...` paths)."""
+    found = set()
+    for table in manifest.get("tables", {}).values():
+        for shard in table.get("shards", []):
+            parts = shard["path"].split("/")
+            if parts[0] == ".." and len(parts) > 1 and parts[1].isdigit():
+                found.add(int(parts[1]))
+    return found
+
+
+def retain(fs: pafs.FileSystem, root: str, keep: int) -> list[int]:
+    """Remove committed versions beyond the last `keep`, except LATEST's and those a kept manifest
+    references; returns the removed numbers. Call only after the newest commit is confirmed."""
+    if type(keep) is not int or keep < 1:
+        raise ValueError(f"keep must be an int >= 1, got {keep!r}")
+    versions = committed_versions(fs, root)
+    kept = set(versions[-keep:])
+    hint = (read_text(fs, f"{root}/{LATEST}") or "").strip()
+    if hint.isdigit():
+        kept.add(int(hint))
+    for n in sorted(kept):
+        manifest = read_manifest(fs, version_dir(root, n))
+        kept |= referenced_versions(manifest or {})
+    removed = [n for n in versions if n not in kept]
+    for n in removed:
+        fs.delete_file(log_path(root, n))  # un-commit first: no reader picks a version being deleted
+        if fs.get_file_info(version_dir(root, n)).type == pafs.FileType.Directory:
+            fs.delete_dir(version_dir(root, n))
+    return removed
+
+
+def version_lines(fs: pafs.FileSystem, root: str) -> list[str]:
+    """One line per committed version for `tracegen inspect ROOT`: number, created, what it added/dropped."""
+    lines = []
+    for n in committed_versions(fs, root):
+        entry = log_entry(fs, root, n) or {}
+        added = sum((entry.get("added") or {}).values())
+        dropped = sum((entry.get("dropped") or {}).values())
+        lines.append(
+            f"  {n:>4}  {entry.get('created', '?'):<25}  units {entry.get('units_run', 0)} run, "
+            f"{entry.get('units_reused', 0)} reused  rows +{added} -{dropped}"
+        )
+    return lines
+
+
+@contextmanager
+def refresh_lock(fs: pafs.FileSystem, root: str) -> Iterator[None]:
+    """Hold the root's refresh lock, waiting while another refresh holds it (local roots: an flock the
+    kernel drops when its process dies, so a killed refresh never leaves it held). On object stores there
+    is no lock: the scheduler serialises runs (concurrencyPolicy: Forbid) and the log's exclusive create
+    still keeps two writers from publishing the same N."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        yield
+        return
+    os.makedirs(f"{root}/{LOG}", exist_ok=True)
+    with open(f"{root}/{LOG}/.refresh.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

@@ -1,0 +1,233 @@
+"""`tracegen refresh`: plan → run only the units not yet published → commit a new version → report → retain.
+
+Sequence, under the root's refresh lock (pipeline/engine/versions.py):
+1. plan every unit the sources want now (pipeline/refresh/plan.py) and compare keys with the latest version;
+2. nothing new and nothing dropped: publish nothing and say so;
+3. run the new units into `versions/{N}/` with the engine's executor (completion records, deterministic
+   shards; a killed run's finished units are reused by the next one);
+4. write the version's manifest: its new shards plus, by reference, the kept units' shards of earlier
+   versions; the dropped units' rows are simply not listed;
+5. commit (create-exclusive log entry), rewrite LATEST, write the report, then apply retention.
+"""
+
+import functools
+import json
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipeline.engine.dataset import UnitRecord, open_root, read_manifest, write_manifest, write_text
+from pipeline.engine.executor import Unit, execute_unit, fingerprint
+from pipeline.engine.job import code_version
+from pipeline.engine.orchestrate import TerminalProgress, run_units, start_ray
+from pipeline.engine.versions import (
+    commit_version,
+    latest_version,
+    refresh_lock,
+    retain,
+    version_dir,
+    write_latest,
+)
+from pipeline.kinds import kind_named
+from pipeline.refresh.plan import PlannedUnit, RefreshConfigs, plan
+from pipeline.refresh.sources import Sources, read_sources
+
+RECORD_HASH = "refresh/1"  # completion records in a staging version; what a unit computes is in its key
+
+
+@dataclass
+class RefreshResult:
+    root: str
+    version: int | None  # the version published, None when nothing was
+    latest: int | None  # the latest committed version after the run
+    units_run: int = 0
+    units_reused: int = 0
+    units_dropped: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    added: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    removed_versions: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line, for logs and alerting."""
+        failed = f"; {len(self.failed)} units FAILED: {', '.join(sorted(self.failed))}" if self.failed else ""
+        if self.version is None:
+            current = "no version yet" if self.latest is None else f"version {self.latest} is current"
+            up_to_date = f"{self.units_reused} units up to date"
+            return f"tracegen refresh: nothing new at {self.root} ({current}; {up_to_date}){failed}"
+        return (
+            f"tracegen refresh: published version {self.version} at {self.root} (units {self.units_run} run, "
+            f"{self.units_reused} reused, {self.units_dropped} dropped; rows +{sum(self.added.values())} "
+            f"-{sum(self.dropped.values())}; failure rows +{self.added.get('failures', 0)}){failed}"
+        )
+
+
+def produce_any(payload: tuple[str, Any], unit_id: str, configs: RefreshConfigs):
+    """A refresh unit's rows: its kind's own `produce` under that kind's config."""
+    command, inner = payload
+    return kind_named(command).produce(inner, unit_id, configs.by_command()[command])
+
+
+def preflight(sources: Sources, configs: RefreshConfigs) -> None:
+    """Check the machine for each kind the sources use (a SetupError names what is missing)."""
+    for command, used in (
+        ("trace-repos", sources.repos),
+        ("trace-functions", sources.functions),
+        ("trace-go", sources.go),
+    ):
+        if used:
+            kind_named(command).preflight(configs.by_command()[command])
+
+
+def refresh(
+    sources_path: str,
+    root_uri: str,
+    configs: RefreshConfigs,
+    *,
+    keep: int = 7,
+    workers: int | None = None,
+    address: str | None = None,
+    report: bool = True,
+) -> RefreshResult:
+    """Bring the versioned dataset at `root_uri` up to date with the sources file (see module doc)."""
+    if type(keep) is not int or keep < 1:
+        raise ValueError(f"--keep must be an int >= 1, got {keep!r}")
+    sources = read_sources(sources_path)
+    fs, root = open_root(root_uri)
+    try:
+        fs.create_dir(root, recursive=True)
+    except OSError as error:
+        raise ValueError(f"--root {root_uri!r} cannot be created ({error}); choose another") from error
+    preflight(sources, configs)
+    with refresh_lock(fs, root):
+        latest = latest_version(fs, root)
+        previous = read_manifest(fs, version_dir(root, latest)) if latest is not None else None
+        published = (previous or {}).get("refresh", {}).get("units", [])
+        start_ray(address, workers)
+        wanted = plan(sources, configs, published)
+        by_key = {unit["key"]: unit for unit in published}
+        keys = {unit.key for unit in wanted}
+        to_run = [unit for unit in wanted if unit.key not in by_key]
+        reused = [by_key[unit.key] for unit in wanted if unit.key in by_key]
+        dropped = [unit for unit in published if unit["key"] not in keys]
+        result = RefreshResult(root_uri, None, latest, units_reused=len(reused))
+        if not to_run and not dropped:
+            return result
+        n = 1 if latest is None else latest + 1
+        staging = version_dir(root, n)
+        fs.create_dir(staging, recursive=True)
+        records, failed = _run(to_run, staging, configs, workers, address)
+        result.failed = failed
+        if not records and not dropped:
+            return result
+        entries = [_entry(planned, record, n) for planned, record in records] + [
+            _inherited(unit, latest) for unit in reused if latest is not None
+        ]
+        result.added = _rows([record for _, record in records])
+        result.dropped = _rows([UnitRecord.from_json(_record_json(unit)) for unit in dropped])
+        manifest = _write_manifest(fs, staging, entries, configs, failed, n, latest)
+        entry = {
+            "version": n,
+            "created": manifest["created"],
+            "previous": latest,
+            "manifest": f"versions/{n}/manifest.json",
+            "sources": sources_path,
+            "units_run": len(records),
+            "units_reused": len(reused),
+            "units_dropped": len(dropped),
+            "failed_units": failed,
+            "added": result.added,
+            "dropped": result.dropped,
+            "rows": {name: table["rows"] for name, table in manifest["tables"].items()},
+        }
+        commit_version(fs, root, n, entry)
+        result.version = result.latest = n
+        result.units_run, result.units_dropped = len(records), len(dropped)
+        write_latest(fs, root, n)
+        if report:
+            _report(f"{root_uri.rstrip('/')}/versions/{n}")
+        result.removed_versions = retain(fs, root, keep)
+        return result
+
+
+def _run(to_run: list[PlannedUnit], staging: str, configs: RefreshConfigs, workers, address):
+    """Run the new units into the staging version with the engine's executor; [(planned, record)], failed."""
+    units = [Unit(index, p.unit_id, (p.command, p.payload), p.key) for index, p in enumerate(to_run)]
+    work = functools.partial(
+        execute_unit,
+        produce=functools.partial(produce_any, configs=configs),
+        out=staging,
+        config_hash=RECORD_HASH,
+        zstd_level=configs.functions.zstd_level,
+    )
+    records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress())
+    by_index = {record.unit: record for record in records}
+    return [(p, by_index[i]) for i, p in enumerate(to_run) if i in by_index], failed
+
+
+def _entry(planned: PlannedUnit, record: UnitRecord, n: int) -> dict:
+    return {
+        "key": planned.key,
+        "command": planned.command,
+        "unit_id": planned.unit_id,
+        "source": planned.source,
+        "covers": list(planned.covers),
+        "version": n,
+        "record": record.to_json(),
+    }
+
+
+def _inherited(unit: dict, latest: int) -> dict:
+    """A published unit carried into the next version: its shard paths made relative to a sibling version."""
+    record = UnitRecord.from_json(unit["record"])
+    record.shards = {
+        table: [
+            info if info.path.startswith("../") else replace(info, path=f"../{latest}/{info.path}") for info in infos
+        ]
+        for table, infos in record.shards.items()
+    }
+    return dict(unit, record=record.to_json())
+
+
+def _record_json(unit: dict) -> str:
+    return unit["record"]
+
+
+def _rows(records: list[UnitRecord]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for record in records:
+        for table, infos in record.shards.items():
+            totals[table] = totals.get(table, 0) + sum(info.rows for info in infos)
+    return {table: rows for table, rows in sorted(totals.items()) if rows}
+
+
+def _write_manifest(fs, staging: str, entries: list[dict], configs, failed, n: int, latest: int | None) -> dict:
+    """The version's manifest (the engine's, listing every entry's shards) plus its units, for the next run."""
+    config = {command: config.as_dict() for command, config in configs.by_command().items()}
+    records = [UnitRecord.from_json(entry["record"]) for entry in entries]
+    manifest = write_manifest(
+        fs,
+        staging,
+        records,
+        kind="refresh",
+        config=config,
+        config_hash=fingerprint(config)[:16],
+        seed=configs.functions.seed,
+        code_version=code_version(),
+        failed_units=failed,
+    )
+    manifest["refresh"] = {"version": n, "previous": latest, "units": entries}
+    write_text(fs, f"{staging}/manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    return manifest
+
+
+def _report(version_uri: str) -> None:
+    """The version's report.html and plots; a report that cannot be drawn never un-publishes a version."""
+    try:
+        from pipeline.report import write_report
+
+        write_report(version_uri)
+    except Exception as error:  # noqa: BLE001 (the version is committed; the report is a convenience)
+        print(
+            f"tracegen refresh: warning: no report for {version_uri}: {type(error).__name__}: {error}", file=sys.stderr
+        )
