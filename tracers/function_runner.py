@@ -6,6 +6,11 @@ cannot corrupt another, and a C-level hang is killed from outside) and writes `O
 lines: a header object, event arrays, and an end object. When a child dies or is killed, the runner writes
 the end object for it.
 
+OUTDIR exists (the host makes it). The runner opens it once, before any record runs, and creates each record's
+files itself, relative to that descriptor, after moving aside whatever an earlier record left at their names
+(a directory, a link, a FIFO); the child writes through the descriptors it inherits. So a record that renames,
+replaces or pre-plants paths in OUTDIR never redirects another record's output.
+
 With `check_parity`, the end object also holds `result` (the rendered return value or exception), and a
 record whose traced call ended by itself (exit normal or error) is run once more, untraced, in a fresh
 child, which writes `OUTDIR/NNNNNN.parity`: `{"type": "parity", "exit", "result"}`. The host compares the
@@ -20,7 +25,7 @@ import sys
 import threading
 
 from tracers import objstate
-from tracers.pytrace import TRACER_VERSION, Budgets, Tracer
+from tracers.pytrace import TRACER_VERSION, Budgets, Tracer, call_arguments, source_lines
 from tracers.saferepr import Limits, SafeRepr
 
 RECORD_FILENAME = "<tracegen>"
@@ -39,25 +44,32 @@ def _line_writer(handle):
 def _load_record(record, write):
     """Compile the record and evaluate its input: (entry, args, kwargs, source lines), or None after writing
     a failure object."""
+    stage = "setup"
     try:
         code = record["code"]
         namespace = {"__name__": "__tracegen__"}
         exec(compile(code, RECORD_FILENAME, "exec"), namespace)
-        entry_name = record.get("entry") or "f"
-        if entry_name not in namespace:
-            raise NameError("entry %r is not defined by the code" % entry_name)
-        entry = namespace[entry_name]
-        capture = "(lambda *a, **k: (a, k))(%s)" % record["input"]
-        args, kwargs = eval(compile(capture, "<input>", "eval"), namespace)
+        entry = _entry(namespace, record.get("entry") or "f")
+        stage = "input"
+        args, kwargs = call_arguments(record["input"], namespace)
     except BaseException as error:
-        stage = "input" if "entry" in locals() else "setup"
         write(
             json.dumps(
                 {"type": "failure", "stage": stage, "error_type": type(error).__name__, "message": _message(error)}
             )
         )
         return None
-    return entry, args, kwargs, code.splitlines()
+    return entry, args, kwargs, source_lines(code)
+
+
+def _entry(namespace, name):
+    """The function the record calls: defined by its code, and callable (else the record fails at setup)."""
+    if name not in namespace:
+        raise NameError("entry %r is not defined by the code" % name)
+    entry = namespace[name]
+    if not callable(entry):
+        raise TypeError("entry %r is a %s, not a function" % (name, objstate.qualname(type(entry))))
+    return entry
 
 
 def _trace_record(record, budgets, limits, out, check_parity):
@@ -108,9 +120,9 @@ def _message(error):
         return "<unprintable %s>" % objstate.qualname(type(error))
 
 
-def _run_child(record, budgets, limits, trace_path, output_path, check_parity):
-    null = _isolate(output_path)
-    with open(trace_path, "w", encoding="ascii", buffering=1 << 16) as out:
+def _run_child(record, budgets, limits, trace_fd, output_fd, check_parity):
+    null = _isolate(output_fd)
+    with open(trace_fd, "w", encoding="ascii", buffering=1 << 16) as out:
         _guard_trace_file(out, null)
         out.write(
             json.dumps(
@@ -128,22 +140,21 @@ def _run_child(record, budgets, limits, trace_path, output_path, check_parity):
         out.flush()
 
 
-def _run_parity_child(record, limits, parity_path, output_path):
-    null = _isolate(output_path)
-    with open(parity_path, "w", encoding="ascii") as out:
+def _run_parity_child(record, limits, parity_fd, output_fd):
+    null = _isolate(output_fd)
+    with open(parity_fd, "w", encoding="ascii") as out:
         _guard_trace_file(out, null)
         _run_untraced(record, limits, out)
         out.flush()
 
 
-def _isolate(output_path):
+def _isolate(output_fd):
     """A child's own process group, stdin from /dev/null, stdout and stderr to its output file."""
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
-    sink = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(null, 0)
-    os.dup2(sink, 1)
-    os.dup2(sink, 2)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a full disk quota is an OSError, not a kill
     return null
 
@@ -200,34 +211,24 @@ def _kill_group(pid):
         pass
 
 
-def _append_end(trace_path, reason):
+def _append_end(trace_fd, reason):
     """Close a trace whose child did not write its end object (killed, crashed, or out of memory).
 
-    The traced code may have replaced its trace file with a link: it is never followed, and such a
-    trace is left for the host to reject.
+    Written through the runner's own descriptor, never through a path the record could have replaced.
     """
-    try:
-        fd = os.open(trace_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError:
+    size = os.fstat(trace_fd).st_size
+    tail = os.pread(trace_fd, 4096, max(0, size - 4096))
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if last.startswith(b"{") and (b'"type": "end"' in last or b'"type": "failure"' in last):
         return
-    with os.fdopen(fd, "r+b") as out:
-        size = out.seek(0, os.SEEK_END)
-        out.seek(max(0, size - 4096))
-        tail = out.read()
-        last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-        if last.startswith(b"{") and (b'"type": "end"' in last or b'"type": "failure"' in last):
-            return
-        out.seek(0)
-        started = b'"type": "start"' in out.read(4096)
-        out.seek(0, os.SEEK_END)
-        if tail and not tail.endswith(b"\n"):
-            out.write(b"\n")  # a torn last line is dropped by the host's strict parser
-        end = (
-            {"type": "end", "exit": "never", "truncated": True, "reason": reason}
-            if started
-            else {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
-        )
-        out.write(json.dumps(end).encode() + b"\n")
+    started = b'"type": "start"' in os.pread(trace_fd, 4096, 0)
+    end = (
+        {"type": "end", "exit": "never", "truncated": True, "reason": reason}
+        if started
+        else {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
+    )
+    torn = tail and not tail.endswith(b"\n")  # a torn last line is dropped by the host's strict parser
+    os.pwrite(trace_fd, (b"\n" if torn else b"") + json.dumps(end).encode() + b"\n", size)
 
 
 def main(argv):
@@ -237,18 +238,52 @@ def main(argv):
     budgets = Budgets(**request.get("budgets", {}))
     limits = Limits(**request.get("limits", {}))
     timeout_s = float(request.get("record_timeout_s", budgets.max_seconds + 2.0))
-    os.makedirs(out_dir, exist_ok=True)
     check_parity = bool(request.get("check_parity"))
+    out_fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
     for number, record in enumerate(request["records"]):
-        trace_path = os.path.join(out_dir, "%06d.trace" % number)
-        output_path = os.path.join(out_dir, "%06d.out" % number)
-        _in_child(_run_child, (record, budgets, limits, trace_path, output_path, check_parity), trace_path, timeout_s)
-        if check_parity and _ended_by_itself(trace_path):
-            parity_path = os.path.join(out_dir, "%06d.parity" % number)
-            _in_child(_run_parity_child, (record, limits, parity_path, output_path), None, timeout_s)
+        files = _RecordFiles(out_fd, number)
+        output_fd, trace_fd = files.create("out"), files.create("trace")
+        if output_fd is not None and trace_fd is not None:  # else the host reports the record's missing trace
+            _in_child(_run_child, (record, budgets, limits, trace_fd, output_fd, check_parity), trace_fd, timeout_s)
+            parity_fd = files.create("parity") if check_parity and _ended_by_itself(trace_fd) else None
+            if parity_fd is not None:
+                _in_child(_run_parity_child, (record, limits, parity_fd, output_fd), None, timeout_s)
+        files.close()
 
 
-def _in_child(run, args, trace_path, timeout_s):
+class _RecordFiles:
+    """The output files of record `number`: created by the runner, closed after the record."""
+
+    def __init__(self, dir_fd, number):
+        self._dir_fd = dir_fd
+        self._number = number
+        self._fds = []
+
+    def create(self, kind):
+        """The descriptor of the record's new `NNNNNN.kind` file, or None when it cannot be created."""
+        try:
+            self._fds.append(_fresh_file(self._dir_fd, "%06d.%s" % (self._number, kind)))
+        except OSError:
+            return None
+        return self._fds[-1]
+
+    def close(self):
+        for fd in self._fds:
+            os.close(fd)
+
+
+def _fresh_file(dir_fd, name):
+    """A new, empty file `name` in the output directory, opened for the runner; whatever an earlier record
+    left at that name is moved aside first (never followed), and the directory made writable again."""
+    os.fchmod(dir_fd, 0o711)
+    try:
+        os.rename(name, ".displaced-" + os.urandom(8).hex(), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+
+
+def _in_child(run, args, trace_fd, timeout_s):
     """Run `run(*args)` in a forked child, wait for it up to timeout_s, and close its trace if it did not."""
     sys.stdout.flush()
     pid = os.fork()
@@ -258,26 +293,21 @@ def _in_child(run, args, trace_path, timeout_s):
         finally:
             os._exit(0)
     status = _wait(pid, timeout_s)
-    if trace_path is None:
+    if trace_fd is None:
         return
     if status is None:
-        _append_end(trace_path, "wall_time_kill")
+        _append_end(trace_fd, "wall_time_kill")
     elif os.WIFSIGNALED(status):
-        _append_end(trace_path, "killed_by_signal_%d" % os.WTERMSIG(status))
+        _append_end(trace_fd, "killed_by_signal_%d" % os.WTERMSIG(status))
     else:
-        _append_end(trace_path, "child_exit_%d" % os.WEXITSTATUS(status))
+        _append_end(trace_fd, "child_exit_%d" % os.WEXITSTATUS(status))
 
 
-def _ended_by_itself(trace_path):
+def _ended_by_itself(trace_fd):
     """Whether the traced call returned or raised (not cut by a budget or killed): only then is there a
     result to compare. The host checks the files again; this only saves a pointless run."""
-    try:
-        fd = os.open(trace_path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as handle:
-        handle.seek(max(0, handle.seek(0, os.SEEK_END) - 8192))
-        last = handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    size = os.fstat(trace_fd).st_size
+    last = os.pread(trace_fd, 8192, max(0, size - 8192)).rstrip(b"\n").rsplit(b"\n", 1)[-1]
     try:
         end = json.loads(last)
     except ValueError:

@@ -3,6 +3,11 @@
 Each event is written as one compact JSON array (see `EVENT_FIELDS`) to a line sink as it happens, so
 whatever was recorded survives a budget stop or a kill. The tracer never raises into the traced code
 except to end it when a budget runs out (`BudgetExceeded`, a BaseException). Standard library only.
+
+A trace holds the events of one thread, the one that makes the entry call. When traced code runs in another
+thread during the call (a `threading.Thread`, a `ThreadPoolExecutor` worker), that thread's events are not
+recorded and the trace ends at the entry thread's next event, exit `never`, truncated, reason `threads`: the
+state tree has no place for interleaved threads, and what was recorded up to there is one consistent thread.
 """
 
 import json
@@ -12,7 +17,7 @@ import time
 
 from tracers.saferepr import Limits, SafeRepr
 
-TRACER_VERSION = "2"  # 2: values of user classes rendered from their state (tracers/saferepr.py)
+TRACER_VERSION = "3"  # 2: values of user classes rendered from their state; 3: a second thread ends the trace
 EVENT_FIELDS = (
     "index",
     "event",
@@ -28,6 +33,7 @@ EVENT_FIELDS = (
 # Type ids, not types: `type(v) in (int, ...)` compares with ==, which a metaclass can define.
 _IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # built once: json.dumps(**kw) rebuilds it per call
+THREADS = "threads"  # the truncation reason of a trace whose traced code also ran in another thread
 
 
 class Budgets:
@@ -77,6 +83,8 @@ class Tracer:
         self._frames = {}  # frame -> [frame_id, depth, last_event, immutable repr cache]
         self._deadline = 0.0
         self._hook = self._on_new_frame
+        self._other_thread_hook = self._on_other_thread_frame
+        self._other_thread_ran = False  # traced code ran in another thread: the entry thread's next event ends
         self.outcome = Outcome()
         self.result = None  # what the call returned or raised (for the parity check)
 
@@ -84,7 +92,7 @@ class Tracer:
         """Call fn(*args, **kwargs) under the tracer and return the Outcome; never raises."""
         outcome = self.outcome
         self._deadline = time.monotonic() + self._budgets.max_seconds
-        threading.settrace(self._hook)
+        threading.settrace(self._other_thread_hook)
         sys.settrace(self._hook)
         try:
             self.result = fn(*args, **(kwargs or {}))
@@ -100,6 +108,8 @@ class Tracer:
             threading.settrace(None)
         if not outcome.truncated and not hook_intact:
             self._end("tracer_disabled")
+        if not outcome.truncated and self._other_thread_ran:
+            self._end(THREADS)
         if outcome.truncated:
             outcome.exit = "never"
         return outcome
@@ -107,11 +117,7 @@ class Tracer:
     # -- hooks -------------------------------------------------------------------------------------
     def _on_new_frame(self, frame, event, arg):
         try:
-            code = frame.f_code
-            traced = self._traced_codes.get(code)
-            if traced is None:
-                traced = self._traced_codes[code] = bool(self._is_traced(code))
-            if not traced or self.outcome.truncated:
+            if not self._is_traced_code(frame.f_code) or self.outcome.truncated:
                 return None
             state = self._frames.get(frame)
             if state is None:
@@ -123,6 +129,21 @@ class Tracer:
             raise
         except BaseException as error:  # RecursionError near the limit, MemoryError, ...
             return self._fail(error)
+
+    def _on_other_thread_frame(self, frame, event, arg):
+        """The global hook of threads started during the call: records nothing, notes traced code there."""
+        try:
+            if self._is_traced_code(frame.f_code):
+                self._other_thread_ran = True
+        except BaseException:
+            pass
+        return None
+
+    def _is_traced_code(self, code):
+        traced = self._traced_codes.get(code)
+        if traced is None:
+            traced = self._traced_codes[code] = bool(self._is_traced(code))
+        return traced
 
     def _on_event(self, frame, event, arg):
         try:
@@ -154,6 +175,8 @@ class Tracer:
     def _emit(self, frame, state, event, arg):
         outcome = self.outcome
         budgets = self._budgets
+        if self._other_thread_ran:
+            self._stop(THREADS)
         if outcome.n_events >= budgets.max_events:
             self._stop("max_events")
         if time.monotonic() > self._deadline:
@@ -216,6 +239,21 @@ class Tracer:
         return None
 
 
+def source_lines(code):
+    """The lines of a source string as the compiler numbers them: only \\n, \\r\\n and \\r end a line
+    (`str.splitlines` also splits at U+2028, U+0085 and form feeds, which may sit inside a string literal)."""
+    return code.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def call_arguments(input_text, namespace):
+    """(args, kwargs) of the call `entry(<input_text>)`, evaluated in `namespace`.
+
+    The closing parenthesis is on a line of its own, so argument text that ends with a `# comment` means
+    what it means in a real call instead of hiding the parenthesis.
+    """
+    return eval(compile("(lambda *a, **k: (a, k))(%s\n)" % input_text, "<input>", "eval"), namespace)
+
+
 def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None, limits=None):
     """Trace `entry(<input>)` of a source string in this process; returns {outcome..., events}.
 
@@ -224,8 +262,8 @@ def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None,
     """
     namespace = {"__name__": "__tracegen__"}
     exec(compile(code, filename, "exec"), namespace)
-    args, kwargs = eval(compile("(lambda *a, **k: (a, k))(%s)" % input, "<input>", "eval"), namespace)
-    lines = code.splitlines()
+    args, kwargs = call_arguments(input, namespace)
+    lines = source_lines(code)
     events = []
     tracer = Tracer(
         is_traced=lambda c: c.co_filename == filename,

@@ -7,6 +7,11 @@ row and the rest are run again in a fresh sandbox: one bad record never costs an
 With `check_parity` each record whose traced call ended by itself is also run untraced (a fresh child);
 its return value or exception, rendered the same way, must equal the traced one. A record where they
 differ keeps its trace with `perturbed=true` and gets a failure row (stage `trace`, `OutcomePerturbed`).
+
+What the sandbox leaves is untrusted, and judged one record at a time: the host reads each record's files
+through the output directory's descriptor (`SandboxDirectory`), the strict parser checks every type and
+size and makes every string valid Unicode (`pipeline/stages/tracefile.py`), and a record whose files are
+missing, replaced or malformed gets its own failure row; the records beside it are unaffected.
 """
 
 import hashlib
@@ -19,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pipeline.engine.failures import failure_row
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits
-from pipeline.sandbox.files import read_sandbox_file
+from pipeline.sandbox.files import SandboxDirectory
 from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
@@ -128,11 +133,11 @@ def trace_functions(
         while pending:
             result, outputs = _run_sandbox([records[i] for i in pending], sandbox, settings)
             # When the sandbox died, the last trace file it left may be incomplete: that record is blamed.
-            complete = len(outputs) if result.ok else max(0, len(outputs) - 1)
+            left = next((position for position, output in enumerate(outputs) if output[0] is None), len(outputs))
+            complete = len(outputs) if result.ok else max(0, left - 1)
             for position in range(complete):
-                _collect(
-                    records[pending[position]], outputs[position], settings, unit_id, rows, failures, pending[position]
-                )
+                index = pending[position]
+                _collect(records[index], outputs[position], settings, unit_id, rows, failures, index)
             if complete == len(pending):
                 break
             blamed = pending[complete]
@@ -159,6 +164,17 @@ def trace_functions(
 
 def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
     data, parity = output
+    if data is None:
+        failures[index] = failure_row(
+            unit_id,
+            record.id,
+            "parse",
+            "MissingTraceOutput",
+            f"record {record.id!r}: its trace file is missing or is not a regular file (a link, a directory, a "
+            f"FIFO); the traced code may have removed or replaced it",
+            record.input_ref,
+        )
+        return
     try:
         parsed = parse_trace_file(data, settings.max_events)
     except TraceFormatError as error:
@@ -174,7 +190,7 @@ def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
         return
     if parsed.failure is not None:
         failure = parsed.failure
-        error_type = str(failure.get("error_type"))[:100]
+        error_type = failure["error_type"]
         stage = "input" if failure.get("stage") == "input" else "setup"
         hint = {
             "input": "fix the record's input (the argument text of entry(<input>))",
@@ -187,7 +203,7 @@ def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
             error_type,
             f"record {record.id!r}: {error_type} while "
             f"{'evaluating the input' if stage == 'input' else 'loading the code'}: "
-            f"{failure['message']}; {hint}",
+            f"{failure['message'][:2000]}; {hint}",
             record.input_ref,
         )
         return
@@ -224,31 +240,35 @@ def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
 
 
 def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings):
-    """Run the runner over `records`; returns (SandboxResult, {position: (trace file bytes, parity file bytes or
-    None)})."""
+    """Run the runner over `records`; returns (SandboxResult, [(trace file bytes or None, parity file bytes or
+    None) per record]).
+
+    The output directory is made and opened here before the sandbox starts, and bound on its own, so inside the
+    sandbox it is a mount point that cannot be renamed or replaced either.
+    """
     scratch = tempfile.mkdtemp(prefix="tracegen-")
     try:
-        out_dir = os.path.join(scratch, "out")  # made by the runner, as the sandbox user
-        request = os.path.join(scratch, "request.json")
-        with open(request, "w", encoding="utf-8") as handle:
-            json.dump(settings.request(records), handle)
-        limits = SandboxLimits(**{**asdict(sandbox.limits), "wall_s": settings.record_timeout_s * len(records) + 10.0})
-        result = sandbox.run(
-            [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, out_dir],
-            binds=[tracers_bind(), Bind(scratch, writable=True)],
-            env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
-            cwd=scratch,
-            limits=limits,
-        )
-        outputs = {}
-        for position in range(len(records)):
-            data = read_sandbox_file(os.path.join(out_dir, "%06d.trace" % position), settings.max_bytes + (1 << 20))
-            if data is None:
-                break
-            parity = None
-            if settings.check_parity:
-                parity = read_sandbox_file(os.path.join(out_dir, "%06d.parity" % position), 1 << 16)
-            outputs[position] = (data, parity)
+        with SandboxDirectory(os.path.join(scratch, "out")) as out:
+            request = os.path.join(scratch, "request.json")
+            with open(request, "w", encoding="utf-8") as handle:
+                json.dump(settings.request(records), handle)
+            limits = SandboxLimits(
+                **{**asdict(sandbox.limits), "wall_s": settings.record_timeout_s * len(records) + 10.0}
+            )
+            result = sandbox.run(
+                [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, out.path],
+                binds=[tracers_bind(), Bind(scratch, writable=True), Bind(out.path, writable=True)],
+                env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
+                cwd=scratch,
+                limits=limits,
+            )
+            outputs = [
+                (
+                    out.read("%06d.trace" % position, settings.max_bytes + (1 << 20)),
+                    out.read("%06d.parity" % position, 1 << 16) if settings.check_parity else None,
+                )
+                for position in range(len(records))
+            ]
         return result, outputs
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

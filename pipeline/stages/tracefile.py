@@ -3,18 +3,58 @@
 A trace file is JSON lines: a header object, then optionally a `start` object and event arrays,
 then an `end` object (or a `failure` object). Every line is size-checked and type-checked; a file that
 breaks the format raises `TraceFormatError`, which becomes a failure row.
+
+Every string is made valid Unicode as it is read (`clean_text`), so one value can never stop a table from
+being built: JSON lets a line carry lone surrogates (`"\udcff"`, what `os.fsdecode` makes of an undecodable
+byte, or a `__repr__` returning such a string), which UTF-8 cannot encode.
 """
 
 import json
+import re
 from dataclasses import dataclass
+from typing import Any
 
 EVENT_KINDS = frozenset({"call", "line", "return", "exception"})
 EXITS = frozenset({"normal", "error", "never"})
 MAX_LINE_BYTES = 4 << 20
+MAX_LABEL_CHARS = 200  # versions, reasons, error types: short labels, never a payload
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_NOT_A_BYTE_ESCAPE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 class TraceFormatError(ValueError):
     """The tracer's output does not follow the format."""
+
+
+def clean_text(text: str) -> str:
+    """`text` as valid Unicode, unchanged when it already is.
+
+    A lone surrogate in U+DC80..U+DCFF stands for the byte `surrogateescape` turned into it; those bytes are
+    decoded as UTF-8 again, and whatever is still not UTF-8, like every other lone surrogate, becomes U+FFFD.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        bytes_back = _NOT_A_BYTE_ESCAPE.sub("\ufffd", text).encode("utf-8", "surrogateescape")
+        return bytes_back.decode("utf-8", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    """A parsed JSON value with every string in it (keys too) passed through `clean_text`."""
+    if type(value) is str:
+        return clean_text(value)
+    if type(value) is list:
+        return [clean_value(item) for item in value]
+    if type(value) is dict:
+        return {clean_text(key): clean_value(item) for key, item in value.items()}
+    return value
+
+
+def label(value, what: str) -> str | None:
+    """A short string field (a version, a reason, an error type) or None; anything else is a TraceFormatError."""
+    require(value is None or (type(value) is str and len(value) <= MAX_LABEL_CHARS), f"bad {what}")
+    return value
 
 
 @dataclass
@@ -42,7 +82,7 @@ def parse_event(values, expected_index: int, where: str = "") -> dict:
     index, kind, frame_id, parent, depth, lineno, function, source, pairs, arg = values
     if index != expected_index or type(index) is not int:
         raise TraceFormatError(f"{at}: index {index!r} out of order")
-    if kind not in EVENT_KINDS:
+    if type(kind) is not str or kind not in EVENT_KINDS:
         raise TraceFormatError(f"{at}: unknown event type {kind!r}")
     for value in (frame_id, depth, lineno):
         if type(value) is not int or not 0 <= value < _INT_LIMIT:
@@ -80,6 +120,8 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
     require(bool(lines), "empty trace file")
     header = _object(lines[0], 0)
     require(header.get("type") == "header", "first line is not a header")
+    for name in ("python", "tracer_version", "repr_mode"):
+        label(header.get(name), f"header {name}")
     events, end, failure = [], None, None
     for number, raw in enumerate(lines[1:], start=1):
         if end is not None or failure is not None:
@@ -93,12 +135,15 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
         if kind == "start":
             require(not events, "start after events")
         elif kind == "end":
-            require(obj.get("exit") in EXITS and isinstance(obj.get("truncated"), bool), "bad end object")
+            require(type(obj.get("exit")) is str and obj["exit"] in EXITS, "bad end exit")
+            require(type(obj.get("truncated")) is bool, "bad end truncated")
+            label(obj.get("reason"), "end reason")
             result = obj.get("result")
             require(result is None or (type(result) is str and len(result) <= 100_000), "bad end result")
             end = obj
         elif kind == "failure":
-            require(not events and isinstance(obj.get("message"), str), "bad failure object")
+            require(not events and type(obj.get("message")) is str, "bad failure object")
+            require(type(label(obj.get("error_type"), "failure error_type")) is str, "bad failure error_type")
             failure = obj
         else:
             raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
@@ -117,12 +162,15 @@ def parse_parity_file(data: bytes) -> dict:
     return value
 
 
-def load_line(raw: bytes, number: int):
+def load_line(raw: bytes, number: int) -> Any:
     """One JSON line, size-checked; TraceFormatError names the line."""
     require(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
+        value = json.loads(raw)
+        if raw.isascii() and _SURROGATE_ESCAPE.search(raw) is None:
+            return value  # no string in it can hold a lone surrogate
+        return clean_value(value)
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise TraceFormatError(f"line {number}: not JSON ({error})") from error
 
 

@@ -128,11 +128,13 @@ def cmdline(pid: int) -> list[str]:
 
 def busy_workers(mark: str) -> list[int]:
     """Ray worker processes carrying the marker that are running a unit right now: a sandbox (bwrap) is
-    their child."""
+    their child. Only Ray workers (`ray::...` processes): a job's driver also runs bwrap, briefly, when its
+    preflight checks the sandbox, and killing it would fail the job instead of retrying a unit."""
     return [
         pid
         for pid in marked_pids(mark)
-        if any(Path((cmdline(child) or [""])[0]).name == "bwrap" for child in children(pid))
+        if (cmdline(pid) or [""])[0].startswith("ray::")
+        and any(Path((cmdline(child) or [""])[0]).name == "bwrap" for child in children(pid))
     ]
 
 

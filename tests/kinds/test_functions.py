@@ -152,3 +152,17 @@ def test_many_small_tasks_or_one_big_task_keep_the_same_records(example_records,
     kept_one, rows_one, _ = find_duplicates(records, DedupSettings())
     assert rows_many == rows_one and [r["source_id"] for r in rows_one] == ["r999"]
     assert [r.id for r in kept_many] == [r.id for r in kept_one]
+
+
+def test_a_record_with_a_lone_surrogate_id_costs_the_file_nothing(tmp_path):
+    """Its line is a read failure; the other bad line's failure and the good records still reach unit 0."""
+    good = json.dumps({"id": "ok", "code": "def f():\n    return 1\n", "input": ""})
+    path = tmp_path / "ids.jsonl"
+    path.write_text("\n".join([good, json.dumps({"id": "\udcff", "code": "def f(): pass", "input": ""}), "{"]) + "\n")
+    units = FunctionsKind().units(str(path), FunctionsConfig())
+    assert [record.id for record in units[0].payload.records] == ["ok"] and units[0].fingerprint
+    failures = units[0].payload.read_failures
+    assert [(row["error_type"], row["input_ref"]) for row in failures] == [
+        ("BadField", f"{path}:2"),
+        ("MalformedJSON", f"{path}:3"),
+    ]

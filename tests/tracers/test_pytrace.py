@@ -162,3 +162,18 @@ def test_comprehensions_closures_and_classes_return_the_right_value(code, expect
     trace = trace_source(code, "f", "")
     entry_return = [e for e in trace["events"] if e["event"] == "return" and e["depth"] == 0]
     assert entry_return[-1]["arg"] == expected
+
+
+def test_traced_code_in_another_thread_ends_the_trace_with_consistent_indices():
+    """Twenty runs of a thread pool racing on the tracer: each ends at the entry thread's next event."""
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n\ndef work(n):\n    total = 0\n"
+        "    for i in range(n):\n        total += i\n    return total\n\ndef f(n):\n"
+        "    with ThreadPoolExecutor(4) as pool:\n        results = list(pool.map(work, [n] * 8))\n"
+        "    return sum(results)\n"
+    )
+    for _ in range(20):
+        result = trace_source(code, "f", "3000")
+        assert [e["index"] for e in result["events"]] == list(range(len(result["events"])))
+        assert (result["exit"], result["truncated"], result["reason"]) == ("never", True, "threads")
+        assert {e["function"] for e in result["events"]} == {"f"}
