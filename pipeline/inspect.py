@@ -8,6 +8,7 @@ import polars as pl
 from pipeline.debugger.report import trajectory_report
 from pipeline.engine.dataset import open_root, read_manifest
 from pipeline.engine.versions import resolve_dataset, shard_file, version_lines
+from schemas.fields import named_pairs
 
 
 def load_table(out: str, table: str) -> pl.DataFrame | None:
@@ -212,10 +213,7 @@ def _example_traces(traces: pl.DataFrame, n: int) -> list[dict]:
 
 def decode_event(event: dict) -> str:
     """One event as a line: index, indentation by depth, event, line, source, locals, arg."""
-    local_pairs = event["locals"]
-    if isinstance(local_pairs, dict):
-        local_pairs = local_pairs.items()
-    local_text = json.dumps(dict(local_pairs), ensure_ascii=False)
+    local_text = json.dumps(dict(named_pairs(event["locals"])), ensure_ascii=False)
     arg = f"  -> {event['arg']}" if event["arg"] is not None else ""
     return (
         f"  {event['index']:>4} {'  ' * event['depth']}{event['event']:<9} {event['function']}:"

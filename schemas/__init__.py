@@ -4,7 +4,7 @@ Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc
 `VERSION` (bumped on any change). Writers always use these schemas; nothing is inferred from rows.
 """
 
-from schemas import duplicates, failures, go_next_event, go_programs, go_runs, go_traces, traces, trajectories
+from schemas import duplicates, failures, go_next_event, go_programs, go_runs, go_traces, packed, traces, trajectories
 from schemas.fields import doc_of
 
 TABLES = {
@@ -16,6 +16,7 @@ TABLES = {
     "go_next_event": go_next_event,
     "go_traces": go_traces,
     "go_programs": go_programs,
+    "packed": packed,
 }
 
 

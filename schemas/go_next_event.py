@@ -34,9 +34,9 @@ row exists only when n >= 1. Runs of different GOMAXPROCS values are pooled.
 
 import pyarrow as pa
 
-from schemas.fields import field
+from schemas.fields import field, named_values
 
-VERSION = 2
+VERSION = 3
 
 EVENT_TYPES = ("GoCreate", "GoStart", "GoBlock", "GoUnblock", "GoSched", "GoEnd", "GoSyscall", "GoTransition")
 END = "End"
@@ -112,8 +112,9 @@ SCHEMA = pa.schema(
         ),
         field(
             "detail_counts",
-            pa.map_(pa.string(), pa.int32()),
-            "counts per event and reason, keyed 'Event' or 'Event(reason)', e.g. 'GoBlock(select)'; keys sorted",
+            named_values(pa.int32()),
+            "counts per event and reason as (name, value) entries, name 'Event' or 'Event(reason)', e.g. "
+            "'GoBlock(select)'; sorted by name",
             nullable=False,
         ),
         field(

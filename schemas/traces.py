@@ -9,9 +9,9 @@ more untraced and its outcome compared.
 
 import pyarrow as pa
 
-from schemas.fields import field
+from schemas.fields import field, named_values
 
-VERSION = 2
+VERSION = 3
 
 EVENT = pa.struct(
     [
@@ -30,8 +30,8 @@ EVENT = pa.struct(
         field("source", pa.string(), "exact text of the line (the def line for a call)", nullable=False),
         field(
             "locals",
-            pa.map_(pa.string(), pa.string()),
-            "the frame's locals as bounded reprs (schemas/reprs.md), in frame "
+            named_values(pa.string()),
+            "the frame's locals as (name, value) entries, value a bounded repr (schemas/reprs.md), in frame "
             "order: arguments at a call, the state before the line runs at a line event",
             nullable=False,
         ),

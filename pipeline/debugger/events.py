@@ -1,15 +1,17 @@
 """One trace, normalised once into column lists: the input every debugger function reads.
 
 A trace arrives as a `traces` row from `pyarrow.Table.to_pylist()` (event `locals` as a list of
-`(name, repr)` pairs) or as `tracers.pytrace.trace_source` output (`locals` as a dict). `Trace.from_row`
-accepts both, checks the shape the state trees rely on, and raises `TraceShapeError` (a ValueError with
-a machine-readable `error_type`) for a trace no debugger can walk; it never raises anything else for
-bad data.
+`{"name", "value"}` entries), as a stage wrote it (a list of `(name, repr)` pairs) or as
+`tracers.pytrace.trace_source` output (`locals` as a dict). `Trace.from_row` accepts all three, checks the
+shape the state trees rely on, and raises `TraceShapeError` (a ValueError with a machine-readable
+`error_type`) for a trace no debugger can walk; it never raises anything else for bad data.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+
+from schemas.fields import named_pairs
 
 EVENT_KINDS = frozenset({"call", "line", "return", "exception"})
 EXITS = frozenset({"normal", "error", "never"})
@@ -149,11 +151,11 @@ def _arg_of(event: dict, position: int) -> str | None:
 
 
 def _locals_of(event: dict, position: int) -> dict[str, str]:
-    """Arrow map (list of pairs) or dict -> dict of name -> repr."""
+    """Arrow entries (`{"name", "value"}` dicts), (name, repr) pairs or a dict -> dict of name -> repr."""
     value = event.get("locals")
     try:
-        local_map = dict(value) if value is not None else {}
-    except (TypeError, ValueError):
+        local_map = dict(named_pairs(value)) if value is not None else {}
+    except (KeyError, TypeError, ValueError):
         raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs") from None
     if not (_STR.issuperset(map(type, local_map)) and _STR.issuperset(map(type, local_map.values()))):
         raise TraceShapeError("MalformedTrace", f"event {position}: locals are not (name, repr) pairs")

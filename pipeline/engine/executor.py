@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from pipeline.engine.dataset import UnitRecord, finished_unit, open_root, write_unit_record
 from pipeline.engine.stats import StageOutput
-from pipeline.writers.parquet import remove_stale_shards, write_table_shards
+from pipeline.writers.parquet import ROW_GROUP_BYTES, remove_stale_shards, write_table_shards
 from schemas import TABLES, schema_of
 
 # produce(payload, unit_id) -> the unit's rows per table and its stage counters
@@ -51,7 +51,10 @@ def execute_unit(unit: Unit, produce: Produce, out: str, config_hash: str, zstd_
     shards = {}
     for name, rows in output.tables.items():
         table = pa.Table.from_pylist(rows, schema=schema_of(name))
-        shards[name] = write_table_shards(fs, root, name, table, unit.index, zstd_level)
+        row_group_bytes = getattr(TABLES[name], "ROW_GROUP_BYTES", ROW_GROUP_BYTES)  # small for random access
+        shards[name] = write_table_shards(
+            fs, root, name, table, unit.index, zstd_level, row_group_bytes=row_group_bytes
+        )
     for name in TABLES:  # a dead earlier attempt may have written more shards, or tables this one has not
         remove_stale_shards(fs, root, name, unit.index, len(shards.get(name, [])))
     record = UnitRecord(unit.index, unit.unit_id, config_hash, shards, output.counters_dict(), unit.fingerprint)

@@ -1,6 +1,7 @@
 """The job driver shared by every kind: check the machine and the output, run the units, write the manifest last."""
 
 import functools
+import hashlib
 import subprocess
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -112,7 +113,15 @@ def run_job(
     units = kind.units(source, config)
     produce = functools.partial(kind.produce, config=config)
     return execute_job(
-        units, produce, out, config, throughput=kind.throughput, workers=workers, address=address, overwrite=overwrite
+        units,
+        produce,
+        out,
+        config,
+        throughput=kind.throughput,
+        workers=workers,
+        address=address,
+        overwrite=overwrite,
+        beside=kind.beside(units, config),
     )
 
 
@@ -126,15 +135,19 @@ def execute_job(
     workers: int | None = None,
     address: str | None = None,
     overwrite: bool = False,
+    beside: dict[str, str] | None = None,
 ) -> dict:
-    """Run every unit (finished ones are skipped) and commit the dataset by writing its manifest."""
+    """Run every unit (finished ones are skipped) and commit the dataset by writing its manifest; the
+    `beside` files (name -> text) are written first and listed in the manifest."""
     config_hash = config.hash()
     prepare_output(out, config_hash, overwrite)
+    fs, root = open_root(out)
+    for name, text in (beside or {}).items():
+        write_text(fs, f"{root}/{name}", text)
     work = functools.partial(
         execute_unit, produce=produce, out=out, config_hash=config_hash, zstd_level=config.zstd_level
     )
     records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress(throughput))
-    fs, root = open_root(out)
     manifest = write_manifest(
         fs,
         root,
@@ -145,6 +158,7 @@ def execute_job(
         seed=config.seed,
         code_version=code_version(),
         failed_units=failed,
+        files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (beside or {}).items()},
     )
     if failed:
         raise JobIncomplete(

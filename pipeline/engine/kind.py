@@ -48,6 +48,11 @@ class JobKind(ABC, Generic[C]):
     def units(self, source: str, config: C) -> list[Unit]:
         """The job's units, in a deterministic order (runs on the driver; may run Ray tasks)."""
 
+    def beside(self, units: list[Unit], config: C) -> dict[str, str]:
+        """Files the dataset holds beside its tables, name -> text (the packing stage's tokenizer): the
+        driver writes them before the units run, and the manifest lists their sha256 under `files`."""
+        return {}
+
     @abstractmethod
     def produce(self, payload: Any, unit_id: str, config: C) -> StageOutput:
         """One unit's rows per table and its stage counters (runs in a Ray task)."""

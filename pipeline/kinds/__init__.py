@@ -4,11 +4,12 @@ contract each one fulfils)."""
 from pipeline.engine.kind import JobKind
 from pipeline.kinds.functions import FunctionsKind
 from pipeline.kinds.go import GoKind
+from pipeline.kinds.pack import PackKind
 from pipeline.kinds.rederive import RederiveKind
 from pipeline.kinds.repos import ReposKind
 from pipeline.kinds.resample import ResampleKind
 
-KINDS: tuple[JobKind, ...] = (FunctionsKind(), ReposKind(), GoKind(), ResampleKind(), RederiveKind())
+KINDS: tuple[JobKind, ...] = (FunctionsKind(), ReposKind(), GoKind(), ResampleKind(), RederiveKind(), PackKind())
 
 
 def kind_named(command: str) -> JobKind:

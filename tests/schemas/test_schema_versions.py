@@ -12,14 +12,15 @@ import pyarrow as pa
 from schemas import TABLES
 
 PINNED = {
-    "traces": (2, "65f86afc60644912"),
+    "traces": (3, "c83393304f11dc5f"),
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (2, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),
     "go_runs": (3, "a942b5e35cf26db7"),
-    "go_next_event": (2, "3255c5de4348f903"),
+    "go_next_event": (3, "a9e4544e26afdc3b"),
     "go_traces": (1, "604a63f4dfe3d31b"),
     "go_programs": (1, "79e3580c877158ad"),
+    "packed": (1, "9e4be7a9df6946d5"),
 }
 
 
