@@ -1,5 +1,6 @@
 """The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect`, `export`,
-`refresh` (a new dataset version with only what is new) and `report` (report.html and plots of a version).
+`refresh` (a new dataset version with only what is new), `report` (report.html and plots of a version),
+`pretrain` (train on a packed dataset) and `evaluate` (score a trained model).
 
 Exit status: 0 done; 1 some units failed (the dataset holds the others; run again to complete it);
 2 bad input or configuration, or the machine lacks something (named, with the fix), before any work.
@@ -13,6 +14,7 @@ from pipeline.engine.job import JobIncomplete, run_job
 from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS, kind_named
+from pipeline.pretrain.command import add_evaluate_arguments, add_pretrain_arguments, run_evaluate, run_pretrain
 from pipeline.refresh.command import add_refresh_arguments, run_refresh
 
 
@@ -49,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_refresh_arguments(refresh)
     report = commands.add_parser("report", help="write report.html and PNG plots beside a version's manifest")
     report.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
+    add_pretrain_arguments(commands.add_parser("pretrain", help="train the neural debugger on a packed dataset"))
+    add_evaluate_arguments(commands.add_parser("evaluate", help="score a trained model per action (and on Go)"))
     return parser
 
 
@@ -62,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "refresh":
             return run_refresh(args)
+        if args.command == "pretrain":
+            return run_pretrain(args)
+        if args.command == "evaluate":
+            return run_evaluate(args)
         if args.command == "report":
             from pipeline.report import write_report
 

@@ -305,6 +305,28 @@ def parse(text: str, dialect: str = "debugger") -> Episode:
     return Episode(code, tuple(states), tuple(actions), entry_line)
 
 
+def parse_state(text: str, written: dict | None) -> State:
+    """One state as a span of a trajectory writes it — a frame through `<|frame_sep|>`, or an end token
+    (with or without the closing `<|trace_end|>`) — whose delta locals are against `written` (the last
+    locals written before it); LanguageError when it is not exactly one state. (How an evaluation reads a
+    model's predicted state.)"""
+    parts = _TOKEN.split(text)
+    if parts[0] != "":
+        raise LanguageError("text before the state's first token")
+    reader = _Reader([("<|%s|>" % parts[i], parts[i + 1]) for i in range(1, len(parts), 2)])
+    token = reader.next_token()
+    if token in _END_TOKENS:
+        reader.take(token)
+        state = State(_BY_TOKEN[token])
+        if not reader.done():
+            reader.take(TRACE_END)
+    else:
+        state = _read_frame(reader, written)
+    if not reader.done():
+        raise LanguageError(f"token {reader.position}: text after the state")
+    return state
+
+
 def _read_frame(reader: "_Reader", written: dict | None) -> State:
     """One FRAME and its closing <|frame_sep|>."""
     token = reader.next_token()

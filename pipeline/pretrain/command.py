@@ -1,0 +1,64 @@
+"""`tracegen pretrain` and `tracegen evaluate`: their options and what they print. torch is imported only
+when one of them runs, so the rest of the CLI (and `make run`) never needs it."""
+
+import argparse
+import json
+from dataclasses import fields
+
+from pipeline.pretrain.config import EVALUATION_SPLITS, GO_OBJECTIVES, TrainConfig
+
+
+def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="a packed dataset (tracegen pack --out)")
+    parser.add_argument("--out", required=True, help="the run directory: config, metrics.jsonl, checkpoints")
+    parser.add_argument("--steps", type=int, default=TrainConfig.steps, help="optimizer steps in all")
+    parser.add_argument("--global-batch-size", type=int, default=TrainConfig.global_batch_size, help="samples per step")
+    parser.add_argument("--micro-batch-size", type=int, default=None, help="samples per forward pass and rank")
+    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
+    parser.add_argument("--min-lr-ratio", type=float, default=TrainConfig.min_lr_ratio, help="end of the cosine")
+    parser.add_argument("--warmup-steps", type=int, default=TrainConfig.warmup_steps)
+    parser.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay, help="AdamW, matrices only")
+    parser.add_argument("--clip", type=float, default=TrainConfig.clip, help="gradient norm clipping")
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed, help="model init and sample order")
+    parser.add_argument("--checkpoint-every", type=int, default=TrainConfig.checkpoint_every)
+    parser.add_argument("--log-every", type=int, default=TrainConfig.log_every)
+    parser.add_argument("--go-objective", choices=GO_OBJECTIVES, default=TrainConfig.go_objective)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
+    parser.add_argument("--workers", type=int, default=1, help="Ray Train workers (CPU processes, or GPUs)")
+    parser.add_argument("--gpu", action="store_true", help="one GPU per worker (NCCL)")
+    parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    from pipeline.pretrain.run import pretrain
+
+    settings = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "model"}
+    config = TrainConfig(**settings, model={"layers": args.layers, "width": args.width, "heads": args.heads})
+    metrics = pretrain(config, workers=args.workers, gpu=args.gpu, address=args.ray_address)
+    with open(metrics) as handle:
+        last = json.loads(handle.readlines()[-1])
+    print(f"pretrain: step {last['step']}, loss {last['loss']:.4f}, {last['tokens_per_s']:.0f} tokens/s -> {metrics}")
+    return 0
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="a run directory of tracegen pretrain")
+    parser.add_argument("--data", required=True, help="a dataset with trajectories (and Go tables): ROOT or DIR")
+    parser.add_argument("--out", required=True, help="the results JSON file")
+    parser.add_argument("--split", choices=EVALUATION_SPLITS, default="heldout", help="held-out sources only, or all")
+    parser.add_argument("--max-cuts", type=int, default=2000, help="cut points scored at most")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens decoded per predicted state")
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from pipeline.pretrain.evaluate import evaluate, results_table
+
+    results = evaluate(
+        args.run, args.data, args.out, split=args.split, max_cuts=args.max_cuts, max_new_tokens=args.max_new_tokens
+    )
+    print(results_table(results))
+    print(f"results -> {args.out}")
+    return 0

@@ -1,0 +1,276 @@
+"""`tracegen evaluate --run RUN --data DATASET --out RESULTS.json`: score a trained neural debugger.
+
+Trajectories: each `trajectories.text` is cut after every action (pipeline/stages/pack/documents.py's
+spans: prompt, then action span / state span pairs); the model decodes greedily from the cut until it has
+written one state (a frame through `<|frame_sep|>`, or an end token) or `--max-new-tokens`; the prediction is
+parsed with the formal language's parser (`parse_state`, deltas against the true last locals) and compared
+with the true state: exact match of the whole state and of each component (event, source line, locals, arg),
+per action. An unparsable prediction matches nothing. Two CruxEval-style views of the same cuts: output
+prediction (the return value: `step_return` from the entry call, landing on its return) and input prediction
+(the arguments: `inv_step_call`, landing on the call).
+
+Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
+example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
+expected calibration error (10 bins of the top probability) and KL(empirical ‖ model).
+
+Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
+sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
+every source (e.g. to check that a model memorised its training set).
+"""
+
+import json
+import math
+import os
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, State, parse, parse_state
+from pipeline.engine.dataset import open_root, read_manifest, table_rows
+from pipeline.loader import load_tokenizer
+from pipeline.loader.split import is_heldout
+from pipeline.pretrain.config import EVALUATION_SPLITS
+from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
+from pipeline.pretrain.train import latest_checkpoint
+from pipeline.stages.pack.documents import trajectory_spans
+from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, go_documents
+from schemas.go_next_event import OUTCOMES
+
+COMPONENTS = ("event", "source", "locals", "arg")
+ECE_BINS = 10
+
+
+class Scorer:
+    """Exact-match counts per action and component."""
+
+    def __init__(self):
+        self.cuts: dict[str, int] = defaultdict(int)
+        self.hits: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def add(self, action: str, predicted: State | None, truth: State) -> dict[str, bool]:
+        same = {
+            "event": predicted is not None and predicted.event == truth.event,
+            "source": predicted is not None and predicted.source == truth.source,
+            "locals": predicted is not None and predicted.locals == truth.locals,
+            "arg": predicted is not None and predicted.arg == truth.arg,
+        }
+        same["state"] = all(same.values())
+        self.cuts[action] += 1
+        for key, hit in same.items():
+            self.hits[action][key] += hit
+        return same
+
+    def table(self) -> dict:
+        return {
+            action: {"cuts": n, **{key: self.hits[action][key] / n for key in ("state", *COMPONENTS)}}
+            for action, n in sorted(self.cuts.items())
+        }
+
+
+class Model:
+    """The run's newest checkpoint, its tokenizer, and greedy decoding."""
+
+    def __init__(self, run: str, device: str = "cpu"):
+        checkpoint = latest_checkpoint(run)
+        if checkpoint is None:
+            raise ValueError(f"{run!r} has no checkpoint (checkpoints/step_*/): train it with tracegen pretrain")
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        self.step = state["step"]
+        self.config = ModelConfig(**state["model_config"])
+        self.network = DecoderLM(self.config).to(device).eval()
+        self.network.load_state_dict(state["model"])
+        self.data = state["config"]["data"]
+        self.tokenizer = load_tokenizer(self.data)
+        self.holdout = float(read_manifest(*open_root(self.data))["config"].get("holdout", 0.0))  # type: ignore[index]
+        self.device = device
+        specials = self.tokenizer.special_ids
+        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
+        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
+
+    def prefill(self, text: str, cache: DecodeCache) -> torch.Tensor | None:
+        """Append `text`'s tokens to the document in `cache`; the logits of its last token (None: empty)."""
+        ids = self.tokenizer.encode(text)
+        if not ids:
+            return None
+        with torch.no_grad():
+            return self.network.extend(torch.tensor([ids], device=self.device), cache)[0, -1]
+
+    def fits(self, cache: DecodeCache, text: str) -> bool:
+        """Whether `text` appended to the document in `cache` leaves room for at least one predicted token."""
+        return cache.length + len(self.tokenizer.encode(text)) < self.config.seq_len
+
+    def next_state_text(self, last_logits: torch.Tensor, cache: DecodeCache, max_new_tokens: int) -> str:
+        """Greedy continuation (from the logits of the prompt's last token) through one state's closing token;
+        decodes on a fork of `cache`, which stays the true prompt's."""
+        draft, new, logits = cache.fork(), [], last_logits
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                token = int(logits.argmax())
+                new.append(token)
+                if token in self.stops or draft.length >= self.config.seq_len:
+                    break
+                logits = self.network.extend(torch.tensor([[token]], device=self.device), draft)[0, -1]
+        return self.tokenizer.decode(new)
+
+    def outcome_distribution(self, prompt: str) -> np.ndarray:
+        """The model's distribution over the Go outcome tokens right after `prompt`, OUTCOMES order."""
+        logits = self.prefill(prompt, DecodeCache(self.config.layers))
+        assert logits is not None
+        return torch.softmax(logits[self.outcome_ids].float(), dim=-1).cpu().numpy()
+
+
+def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, Scorer], max_new_tokens: int) -> int:
+    """Score every cut of one trajectory whose prompt fits in the model's context (a prediction that runs
+    past the context is cut there, and scored as it is); returns the cuts skipped because the prompt does
+    not fit."""
+    episode = parse(text)
+    spans = trajectory_spans(text)
+    cache = DecodeCache(model.config.layers)
+    if not model.fits(cache, spans[0].text):
+        return len(episode.actions)
+    model.prefill(spans[0].text, cache)
+    first = episode.states[0]
+    written = None if first.event in VALUED else first.locals
+    for k, action in enumerate(episode.actions):
+        action_span, state_span = spans[1 + 2 * k], spans[2 + 2 * k]
+        if not model.fits(cache, action_span.text):
+            return len(episode.actions) - k
+        last = model.prefill(action_span.text, cache)
+        assert last is not None
+        truth = episode.states[k + 1]
+        try:
+            predicted = parse_state(model.next_state_text(last, cache, max_new_tokens), written)
+        except LanguageError:
+            predicted = None
+        scorer.add(action.name, predicted, truth)
+        if k == 0 and action.name == "step_return" and truth.event == "return":
+            views["output"].add("return value", predicted, truth)
+        if action.name == "inv_step_call" and truth.event == "inv_call":
+            views["input"].add("arguments", predicted, truth)
+        model.prefill(state_span.text, cache)
+        if truth.event not in VALUED and not truth.is_end:
+            written = truth.locals
+    return 0
+
+
+def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
+    """Top-1 accuracy (overall and by the most frequent event type), ECE and mean KL over the examples."""
+    correct, kls, by_type = [], [], defaultdict(list)
+    confidences = []
+    for prompt, empirical in examples:
+        predicted = model.outcome_distribution(prompt)
+        hit = int(predicted.argmax()) == int(empirical.argmax())
+        correct.append(hit)
+        confidences.append(float(predicted.max()))
+        by_type[OUTCOMES[int(empirical.argmax())]].append(hit)
+        kls.append(kl_divergence(empirical, predicted))
+    return {
+        "examples": len(examples),
+        "top1_accuracy": float(np.mean(correct)),
+        "accuracy_by_event": {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())},
+        "ece": expected_calibration_error(np.array(confidences), np.array(correct, dtype=float)),
+        "kl": float(np.mean(kls)),
+    }
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
+    """KL(p ‖ q) in nats; terms where p is 0 contribute nothing."""
+    support = p > 0
+    return float(np.sum(p[support] * (np.log(p[support]) - np.log(np.maximum(q[support], 1e-30)))))
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray) -> float:
+    edges = np.linspace(0, 1, ECE_BINS + 1)
+    total = 0.0
+    for low, high in zip(edges[:-1], edges[1:], strict=True):
+        inside = (confidence > low) & (confidence <= high)
+        if inside.any():
+            total += inside.mean() * abs(confidence[inside].mean() - correct[inside].mean())
+    return float(total)
+
+
+def go_examples(data: str, split: str, holdout: float) -> list[tuple[str, np.ndarray]]:
+    rows = [r for r in table_rows(data, "go_next_event") if split == "all" or is_heldout(r["program_id"], holdout)]
+    if not rows:
+        return []
+    programs = {row["program_id"] for row in rows}
+    runs = [r for r in table_rows(data, "go_runs") if r["program_id"] in programs]
+    sources = [r for r in table_rows(data, "go_programs") if r["program_id"] in programs]
+    examples = []
+    for document in go_documents(rows, runs, sources):
+        head, outcome = document.spans[0], document.spans[1]
+        assert outcome.target is not None
+        counts, n = outcome.target
+        examples.append((head.text, np.array(counts, dtype=float) / max(n, 1)))
+    return examples
+
+
+def evaluate(
+    run: str,
+    data: str,
+    out: str,
+    *,
+    split: str = "heldout",
+    max_cuts: int = 2000,
+    max_new_tokens: int = 256,
+    device: str | None = None,
+) -> dict:
+    """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc)."""
+    if split not in EVALUATION_SPLITS:
+        raise ValueError(f"--split must be one of {', '.join(EVALUATION_SPLITS)}, got {split!r}")
+    model = Model(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    holdout = model.holdout
+    if split == "heldout" and holdout == 0.0:
+        raise ValueError(
+            f"the run's packed data ({model.data}) held no source out (tracegen pack --holdout 0): pack with "
+            f"--holdout 0.1 and train on that, or evaluate with --split all"
+        )
+    scorer, views = Scorer(), {"output": Scorer(), "input": Scorer()}
+    trajectories = skipped = 0
+    for row in table_rows(data, "trajectories"):
+        if sum(scorer.cuts.values()) >= max_cuts:
+            break
+        if split == "heldout" and not is_heldout(row["source_id"], holdout):
+            continue
+        skipped += score_trajectory(model, row["text"], scorer, views, max_new_tokens)
+        trajectories += 1
+    results = {
+        "run": os.path.abspath(run),
+        "step": model.step,
+        "data": data,
+        "split": split,
+        "holdout": holdout,
+        "trajectories": trajectories,
+        "cuts_skipped": skipped,  # their prompt does not fit in the model's context
+        "per_action": scorer.table(),
+        "output_prediction": views["output"].table().get("return value"),
+        "input_prediction": views["input"].table().get("arguments"),
+    }
+    examples = go_examples(data, split, holdout)
+    if examples:
+        results["go"] = go_metrics(model, examples)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+    return results
+
+
+def results_table(results: dict) -> str:
+    """The per-action table as text (what `tracegen evaluate` prints)."""
+    header = f"{'action':<16}{'cuts':>7}" + "".join(f"{key:>9}" for key in ("state", *COMPONENTS))
+    lines = [f"step {results['step']}, split {results['split']}, {results['trajectories']} trajectories", header]
+    rows = dict(results["per_action"])
+    for name, key in (("output (return)", "output_prediction"), ("input (args)", "input_prediction")):
+        if results.get(key):
+            rows[name] = results[key]
+    for action, row in rows.items():
+        cells = "".join(f"{row[key]:>9.3f}" for key in ("state", *COMPONENTS))
+        lines.append(f"{action:<16}{row['cuts']:>7}{cells}")
+    go = results.get("go")
+    if go:
+        lines.append(
+            f"go: {go['examples']} examples, top-1 {go['top1_accuracy']:.3f}, ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
+            + ("" if math.isfinite(go["kl"]) else " (KL infinite: the model gives 0 to an observed event)")
+        )
+    return "\n".join(lines)

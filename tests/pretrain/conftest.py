@@ -1,0 +1,35 @@
+"""Fixtures of the pretraining tests: a tiny real dataset (two bundled-style functions traced by the real job,
+one trajectory per trace and direction) packed by the real packing job, and a model trained to memorise it."""
+
+import json
+
+import pytest
+
+from pipeline.engine.job import run_job
+from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
+from pipeline.kinds.pack import PackConfig, PackKind
+from pipeline.stages.pack.packing import PackSettings
+from pipeline.stages.trajectories import SamplingSettings
+
+RECORDS = [
+    {"id": "add_then_double", "code": "def f(x):\n    y = x + 3\n    return y * 2\n", "input": "4"},
+    {"id": "count_down", "code": "def f(n):\n    while n > 0:\n        n -= 2\n    return n\n", "input": "5"},
+]
+SEQ_LEN = 256
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory, ray_local) -> str:
+    corpus = tmp_path_factory.mktemp("pretrain-corpus") / "functions.jsonl"
+    corpus.write_text("".join(json.dumps(record) + "\n" for record in RECORDS))
+    out = str(tmp_path_factory.mktemp("pretrain-data") / "out")
+    config = FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1))
+    run_job(FunctionsKind(), str(corpus), config, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_packed(tiny_dataset, tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("pretrain-packed") / "packed")
+    run_job(PackKind(), tiny_dataset, PackConfig(packing=PackSettings(seq_len=SEQ_LEN)), out)
+    return out
