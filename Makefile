@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.run-stamp
+TEST_STAMP := $(VENV)/.test-stamp
 OUT ?= out
 
 .PHONY: run test lint prereqs-run prereqs-test clean
@@ -14,22 +15,28 @@ prereqs-run:
 prereqs-test:
 	@scripts/prereqs.sh test
 
-$(STAMP): pyproject.toml | prereqs-run
+# `make run` installs the package alone; `make test` adds the test extra (pytest, linters, torch, datasets),
+# so the main job never waits for torch's wheels.
+$(RUN_STAMP): pyproject.toml | prereqs-run
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
-	touch $(STAMP)
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
 
-run: prereqs-run $(STAMP)
+$(TEST_STAMP): $(RUN_STAMP)
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(TEST_STAMP)
+
+run: prereqs-run $(RUN_STAMP)
 	$(VENV)/bin/tracegen trace-functions --input examples/functions.jsonl --out $(OUT) --overwrite
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pyright pipeline
 	cd go_harness && test -z "$$(gofmt -l .)" && go vet ./...
 
-test: prereqs-test $(STAMP) lint
+test: prereqs-test $(TEST_STAMP) lint
 	cd go_harness && go test ./...
 	$(PY) -m pytest -q
 
