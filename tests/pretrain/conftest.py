@@ -33,3 +33,20 @@ def tiny_packed(tiny_dataset, tmp_path_factory) -> str:
     out = str(tmp_path_factory.mktemp("pretrain-packed") / "packed")
     run_job(PackKind(), tiny_dataset, PackConfig(packing=PackSettings(seq_len=SEQ_LEN)), out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_go_dataset(tmp_path_factory, ray_local) -> str:
+    """One bundled Go program whose scheduler choices vary, run 6 times under bubblewrap."""
+    import shutil
+
+    from go_helpers import EXAMPLES
+
+    from pipeline.kinds.go import GoConfig, GoKind
+    from pipeline.stages.go.runs import GoSettings
+
+    programs = tmp_path_factory.mktemp("pretrain-go-programs")
+    shutil.copytree(EXAMPLES / "pingpong_unbuffered", programs / "pingpong_unbuffered")
+    out = str(tmp_path_factory.mktemp("pretrain-go") / "out")
+    run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=6)), out)
+    return out
