@@ -124,7 +124,7 @@ def refresh(
             _inherited(unit, latest) for unit in reused if latest is not None
         ]
         result.added = _rows([record for _, record in records])
-        result.dropped = _rows([UnitRecord.from_json(_record_json(unit)) for unit in dropped])
+        result.dropped = _rows([UnitRecord.from_json(unit["record"]) for unit in dropped])
         manifest = _write_manifest(fs, staging, entries, configs, failed, n, latest)
         entry = {
             "version": n,
@@ -187,10 +187,6 @@ def _inherited(unit: dict, latest: int) -> dict:
         for table, infos in record.shards.items()
     }
     return dict(unit, record=record.to_json())
-
-
-def _record_json(unit: dict) -> str:
-    return unit["record"]
 
 
 def _rows(records: list[UnitRecord]) -> dict[str, int]:
