@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from schemas.fields import field, named_values
 
-VERSION = 3
+VERSION = 4
 
 EVENT = pa.struct(
     [
@@ -67,9 +67,17 @@ SCHEMA = pa.schema(
         field(
             "truncation_reason",
             pa.string(),
-            "max_events | max_bytes | max_seconds | wall_time_kill | tracer_disabled | ...; null unless truncated",
+            "max_events | max_bytes | max_seconds | wall_time_kill | threads (code ran in another thread: the "
+            "trace holds the entry thread only) | tampered:<event> | tracer_disabled | ...; null unless truncated",
         ),
         field("n_events", pa.int32(), "number of events", nullable=False),
+        field(
+            "n_capped_values",
+            pa.int32(),
+            "values in the events that a repr cap cut (characters, items, depth; their text holds the mark `…`, "
+            "reprs.md); 0 when every value is whole",
+            nullable=False,
+        ),
         field(
             "repr_mode",
             pa.string(),

@@ -17,6 +17,11 @@ Budgets: per entry `max_events` and `max_bytes` (an entry past them is cut: exit
 `truncated`); entries per test, per function per test and per function over the run; nesting depth of
 open entries; events per test; bytes of the whole output. The stream records an event only while the
 innermost open entry is within its budgets, so a test never writes more than its entries need.
+The tracer keeps its own references to `sys.settrace` and `sys.gettrace` (bound when this module is
+imported, before any conftest runs), so a suite that replaces them cannot stop it from starting; one that
+turns tracing off during a test (`sys.settrace(None)`, its own trace function) leaves the hook it finds at
+the test's end different from the tracer's, which `stop()` reports. `switching` is true only while the
+tracer itself calls settrace, so an audit hook can tell the suite's calls from its own.
 Standard library only.
 """
 
@@ -46,6 +51,8 @@ DEFAULT_BUDGETS = {
 _IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 _FLAT = frozenset(map(id, (list, tuple, dict)))
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
+_settrace = sys.settrace
+_gettrace = sys.gettrace
 
 
 def _signature(value, kind, max_items):
@@ -105,6 +112,8 @@ class EntryTracer:
         self.n_events = 0
         self.n_entries = 0
         self.tracing = False
+        self.switching = False
+        self._hook = self._on_call  # one bound-method object: compared by identity, never by a user __eq__
         self._reset()
 
     def _reset(self):
@@ -113,21 +122,35 @@ class EntryTracer:
         self._ordinal = 0
         self._n_bytes = 0
         self._offsets = array("q")
+        self._capped_before = array("q")  # per event: capped values in the test's events before it
+        self._n_capped = 0
+        self._event_capped = 0
         self._next_frame = 0
         self._test_entries = 0
         self._test_function_counts = {}
         self.halted = None
 
     # -- test boundaries ----------------------------------------------------------------------------
+    def _set_hook(self, hook):
+        self.switching = True
+        try:
+            _settrace(hook)
+        finally:
+            self.switching = False
+
     def start(self):
         self._reset()
         self.tracing = True
-        sys.settrace(self._on_call)
+        self._set_hook(self._hook)
+
+    def intact(self):
+        """Whether the hook installed by `start()` is still this thread's trace function."""
+        return _gettrace() is self._hook
 
     def stop(self):
-        """Stop tracing the test; entries still open are closed as cut (exit never)."""
-        intact = sys.gettrace() == self._on_call
-        sys.settrace(None)
+        """Stop tracing the test; entries still open are closed as cut (exit never). Returns `intact()`."""
+        intact = self.intact()
+        self._set_hook(None)
         self.tracing = False
         reason = self.halted or ("tracer_disabled" if not intact else "test_ended")
         while self._entries:
@@ -277,6 +300,8 @@ class EntryTracer:
         n = max(0, min(limit, by_bytes) - entry.start)
         if n == 0:
             return  # nothing of it was recorded (halted before its call)
+        last = entry.start + n
+        through = self._capped_before[last] if last < len(self._capped_before) else self._n_capped
         info = entry.info
         self.sink.obj(
             type="entry",
@@ -291,12 +316,14 @@ class EntryTracer:
             qualname=info.qualname,
             firstlineno=info.firstlineno,
             input=entry.input,
+            capped=through - self._capped_before[entry.start],
         )
 
     # -- recording ---------------------------------------------------------------------------------------
     def _emit(self, frame, state, info, event, arg):
         """Write one event line (the same JSON `json.dumps` gives, assembled from cached pieces)."""
         lineno = frame.f_lineno
+        self._event_capped = 0
         fragments, pairs = self._locals(frame, state[3])
         parent = state[4]
         line = '[%d,"%s",%d,%s,%d,%d,%s,%s,[%s],%s]' % (
@@ -317,6 +344,8 @@ class EntryTracer:
             state[6] = False
             return None
         self._offsets.append(self._n_bytes)
+        self._capped_before.append(self._n_capped)
+        self._n_capped += self._event_capped
         self._ordinal += 1
         self._n_bytes += len(line) + 1
         self.n_events += 1
@@ -328,6 +357,7 @@ class EntryTracer:
 
     def _text(self, value):
         text = self._repr(value)
+        self._event_capped += self._repr.capped
         if "/" in text:
             for old, new in self._replacements:
                 text = text.replace(old, new)
@@ -348,6 +378,7 @@ class EntryTracer:
                 if hit is not None and hit[0] is value:
                     fragments.append(hit[2])
                     pairs.append((name, hit[1]))
+                    self._event_capped += hit[4]
                     continue
                 signature = None
             elif kind in _FLAT:
@@ -355,13 +386,14 @@ class EntryTracer:
                 if signature is not None and hit is not None and hit[0] is value and _same(signature, hit[3]):
                     fragments.append(hit[2])
                     pairs.append((name, hit[1]))
+                    self._event_capped += hit[4]
                     continue
             else:
                 signature = None
             text = self._text(value)
             fragment = _dumps([name, text])
             if kind in _IMMUTABLE or signature is not None:
-                cache[name] = (value, text, fragment, signature)
+                cache[name] = (value, text, fragment, signature, self._repr.capped)
             fragments.append(fragment)
             pairs.append((name, text))
         return fragments, pairs

@@ -1,10 +1,12 @@
 """Guard a traced test run from inside, so that one bad test costs only itself.
 
 A watchdog aborts a test past `test_timeout_s` and one that floods its output; an audit hook refuses
-(and reports) writes outside the scratch directory, /tmp and /dev, and network connections;
+(and reports) writes outside the scratch directory, /tmp and /dev, and network connections, and reports
+the suite's own calls of `sys.settrace` during a test (they turn the tracer off);
 `os.fork` is capped per test and refused in forked children (a fork bomb is reported and its
 processes killed). The sandbox enforces the same limits from outside; these guards make them visible
-as violations and keep the suite going. Standard library only.
+as violations and keep the suite going. A suite can still disable this watchdog (it runs in the suite's
+process): `tracers.watchdog` enforces the per-test budget from outside it. Standard library only.
 """
 
 import errno
@@ -17,7 +19,7 @@ import time
 
 ABORT_SIGNAL = signal.SIGRTMIN + 7 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR2
 ABORT_RESEND_S = 1.0
-ABORT_GRACE_S = 10.0
+ABORT_GRACE_S = 5.0
 HUNG_EXIT = 70
 
 
@@ -38,9 +40,11 @@ _PATH_EVENTS = {
     "os.chmod": (0,),
     "os.chown": (0,),
 }
-_WATCHED = frozenset(["open", "socket.connect", "socket.sendto", "os.fork"] + list(_PATH_EVENTS))
+_WATCHED = frozenset(["open", "socket.connect", "socket.sendto", "os.fork", "sys.settrace"] + list(_PATH_EVENTS))
 MAX_VIOLATIONS_PER_KIND = 20
 _PURE_PATHS = frozenset(map(id, (pathlib.PosixPath, pathlib.PurePosixPath)))
+_sleep = time.sleep  # bound before any conftest runs, like everything the watchdog calls per tick
+_settrace = sys.settrace
 
 
 def _plain_path(path):
@@ -96,6 +100,7 @@ class Guard:
         self.children = []
         self.in_child = False
         self._busy = False
+        self._tracer_reported = False
         self._counts = {}
         self._lock = threading.Lock()
 
@@ -108,6 +113,12 @@ class Guard:
         if count <= MAX_VIOLATIONS_PER_KIND:
             self.sink.obj(type="violation", kind=kind, nodeid=self.current, detail=str(detail)[:1000])
 
+    def tracer_disabled(self, detail):
+        """Report, once per test, that the suite turned the tracer off (its calls after that are missing)."""
+        if self.current is not None and not self._tracer_reported:
+            self._tracer_reported = True
+            self.violation("tracer_disabled", detail)
+
     # -- test boundaries --------------------------------------------------------------------------------
     def test_started(self, nodeid):
         with self._lock:
@@ -116,6 +127,7 @@ class Guard:
             self.aborted_at = None
             self.forks = 0
             self.fork_bomb = False
+            self._tracer_reported = False
 
     def test_finished(self, nodeid):
         with self._lock:
@@ -137,7 +149,7 @@ class Guard:
     # -- the watchdog ----------------------------------------------------------------------------------
     def watch(self):
         while True:
-            time.sleep(0.05)
+            _sleep(0.05)
             try:
                 self._check()
             except Exception:
@@ -214,6 +226,9 @@ class Guard:
                     )
             elif event == "os.fork":
                 self._check_fork()
+            elif event == "sys.settrace":
+                if self.tracer.tracing and not self.tracer.switching and threading.get_ident() == self.main_thread:
+                    self.tracer_disabled("the suite called sys.settrace during the test")
         finally:
             self._busy = False
 
@@ -238,7 +253,7 @@ class Guard:
             raise PermissionError(errno.EAGAIN, "tracegen: fork limit of %d per test reached" % self.max_forks)
 
     def after_fork_child(self, null_fd, sink_fd):
-        sys.settrace(None)
+        _settrace(None)
         self.in_child = True
         try:
             os.dup2(null_fd, sink_fd)

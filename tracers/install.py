@@ -1,7 +1,10 @@
 """The `install` step of a repository (network on, run by the sandbox's base Python).
 
 It creates a virtual environment and installs pytest and the repository into it; it writes
-`{"ok", "steps": [{"command", "returncode", "output"}]}` to the request's `result` path. The default
+`{"ok", "steps": [{"command", "returncode", "output"}]}` to the request's `result` path. With `index_socket`
+in the request (the sandbox has no network of its own), a relay on the sandbox's loopback forwards pip's
+proxy connections to the host's index proxy on that unix socket (pipeline/sandbox/index_proxy.py), so
+the index is the one host a build reaches. The default
 install is one pip run: pytest, the package with its test extra (`test`, `tests` or `testing`, else
 `dev`) when the repository is a package, and every test requirements file found (`requirements.txt`
 too when it is not a package). A manifest `install` list replaces the package part: each command runs
@@ -10,8 +13,10 @@ under `sh -c` in a copy of the worktree, with the venv first on PATH. Standard l
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 
 TEST_EXTRAS = ("test", "tests", "testing")
 REQUIREMENT_FILES = (
@@ -29,6 +34,7 @@ REQUIREMENT_FILES = (
     "tests/requirements.txt",
 )
 OUTPUT_CHARS = 4000
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY")
 
 
 def _tail(text, limit=OUTPUT_CHARS):
@@ -103,6 +109,49 @@ def default_install_args(src):
     return args
 
 
+def _pipe(source, sink):
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+    except OSError:
+        pass
+    for sock in (source, sink):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _forward(client, path):
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
+    _pipe(client, upstream)
+
+
+def start_index_relay(path):
+    """Listen on the sandbox's loopback and relay each connection to the unix socket `path`; the port."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+
+    def accept():
+        while True:
+            client, _ = server.accept()
+            threading.Thread(target=_forward, args=(client, path), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server.getsockname()[1]
+
+
 def install(request):
     venv_dir, src = request["venv"], request["src"]
     cache = request.get("pip_cache")
@@ -117,6 +166,11 @@ def install(request):
             "PATH": os.path.join(venv_dir, "bin") + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
         }
     )
+    if request.get("index_socket"):
+        proxy = "http://127.0.0.1:%d" % start_index_relay(request["index_socket"])
+        env.update({key: proxy for key in PROXY_ENV})
+        env.pop("NO_PROXY", None)
+        env.pop("no_proxy", None)
     if cache:
         env["PIP_CACHE_DIR"] = cache
     else:

@@ -17,6 +17,10 @@ each written whole:
 Event arrays follow `tracers.pytrace.EVENT_FIELDS`, with frame ids, parents and depths of the whole
 test's stream; the host renumbers them per entry. Entry `start` is the ordinal of its call event and
 `n` the number of events that belong to it (its budget-limited prefix of `start..end`).
+`progress_fd` (optional) gets a `tracers.watchdog` progress line at each test's start and end; `deselect`
+names tests not to run (an earlier run of the same suite ran them). A test at whose end the tracer's
+hook is no longer installed (the suite called `sys.settrace`), or a run in which `sys.settrace` or
+`threading.settrace` was replaced, gets a `tracer_disabled` / `tracer_patched` violation.
 Standard library only; pytest is not imported (the hooks are plain methods).
 """
 
@@ -25,10 +29,12 @@ import os
 import sys
 import threading
 
+from tracers import watchdog
 from tracers.entry_tracer import DEFAULT_BUDGETS
 from tracers.pytrace import TRACER_VERSION
 
 MESSAGE_CHARS = 2000
+_HOOKS = ((sys, "settrace", sys.settrace), (threading, "settrace", threading.settrace))
 
 
 class Sink:
@@ -75,8 +81,11 @@ class TracePlugin:
     `guard` (optional) is told when a test starts and ends, so it can enforce per-test limits.
     """
 
-    def __init__(self, tracer, sink, guard=None, trace=True):
+    def __init__(self, tracer, sink, guard=None, trace=True, progress_fd=None, deselect=()):
         self.tracer = tracer
+        self.progress_fd = progress_fd
+        self.deselect = frozenset(deselect)
+        self._patched_reported = False
         self.trace = trace  # False: only outcomes are recorded (the benchmark's untraced baseline)
         self.sink = sink
         self.guard = guard
@@ -93,13 +102,37 @@ class TracePlugin:
         if os.getpid() != self.main_pid:
             os._exit(0)
 
+    def _progress(self, kind, nodeid):
+        if self.progress_fd is not None:
+            watchdog.report(self.progress_fd, kind, nodeid)
+
+    def _check_hooks(self):
+        """Report (once) a replaced sys.settrace / threading.settrace; the tracer uses its own references."""
+        if self._patched_reported or self.guard is None or not self.trace:
+            return
+        replaced = [
+            "%s.settrace" % module.__name__ for module, name, real in _HOOKS if getattr(module, name) is not real
+        ]
+        if replaced:
+            self._patched_reported = True
+            self.guard.violation("tracer_patched", "the suite replaced %s" % " and ".join(replaced))
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        if self.deselect:
+            kept = [item for item in items if item.nodeid not in self.deselect]
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in self.deselect])
+            items[:] = kept
+
     def pytest_runtest_logstart(self, nodeid, location):
         self._in_child()
         self.current = nodeid
         self._outcome, self._message = "passed", None
         self.sink.obj(type="test", nodeid=nodeid)
+        self.sink.flush()  # a run that ends inside this test still names it
+        self._progress(b"S", nodeid)
         if self.guard is not None:
             self.guard.test_started(nodeid)
+            self._check_hooks()
         if self.sink.full:
             self.tracer.halt("max_output_bytes")
         if self.trace:
@@ -120,10 +153,11 @@ class TracePlugin:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self._in_child()
+        if self.tracer.tracing and not self.tracer.stop() and self.guard is not None:
+            self.guard.tracer_disabled("the tracer's hook was gone at the end of the test")
         if self.guard is not None:
             self.guard.test_finished(nodeid)
-        if self.tracer.tracing:
-            self.tracer.stop()
+        self._progress(b"E", nodeid)
         self.n_tests += 1
         self.n_failed += self._outcome in ("failed", "error")
         self.sink.obj(type="test_end", nodeid=nodeid, outcome=self._outcome, message=self._message)

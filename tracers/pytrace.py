@@ -8,16 +8,32 @@ A trace holds the events of one thread, the one that makes the entry call. When 
 thread during the call (a `threading.Thread`, a `ThreadPoolExecutor` worker), that thread's events are not
 recorded and the trace ends at the entry thread's next event, exit `never`, truncated, reason `threads`: the
 state tree has no place for interleaved threads, and what was recorded up to there is one consistent thread.
+
+Forgery. The traced code runs in this process and can always lie about its own trace (README, "Residual
+trust"), but cheap patches do not make a trace look complete. The hooks that `sys.gettrace()` and
+`frame.f_trace` hand out are opaque C wrappers (no `__self__`, `__closure__` or `__globals__` to walk); the
+JSON encoders are C encoders built at import; in the sandbox the runner runs sealed copies of these modules
+(`tracers.seal`: private globals and builtins, so replacing `builtins.repr`, `json.dumps` or a module's
+functions or classes changes nothing the tracer calls). While a call is traced, an audit hook refuses
+`sys.settrace`/`sys.setprofile` in the traced thread and `gc.get_objects`/`get_referrers`/`get_referents`
+in any thread (the ways to a hook's or a buffer's state): the call raises `TracerTampered` and the trace
+ends, exit `never`, truncated, reason `tampered:<event>`. A trace whose hook was replaced anyway, whose
+frames stopped reporting (a frame left without its return event, `f_trace_lines` switched off) or whose
+`threading` hook was removed ends with reason `tracer_disabled`.
 """
 
+import _functools
+import functools
 import json
+import os
 import sys
 import threading
 import time
+from json import encoder as _json_encoder
 
 from tracers.saferepr import Limits, SafeRepr
 
-TRACER_VERSION = "3"  # 2: values of user classes rendered from their state; 3: a second thread ends the trace
+TRACER_VERSION = "4"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded
 EVENT_FIELDS = (
     "index",
     "event",
@@ -32,8 +48,90 @@ EVENT_FIELDS = (
 )
 # Type ids, not types: `type(v) in (int, ...)` compares with ==, which a metaclass can define.
 _IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
-_encode = json.JSONEncoder(separators=(",", ":")).encode  # built once: json.dumps(**kw) rebuilds it per call
 THREADS = "threads"  # the truncation reason of a trace whose traced code also ran in another thread
+TAMPERED = "tampered:"  # + the audit event: the traced code reached for the tracer's hook or state
+DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reporting: events are missing
+_CLOSED = frozenset(("return", "unwound"))  # the last event of every frame of a call that ended by itself
+_HOOK_EVENTS = frozenset(("sys.settrace", "sys.setprofile"))  # refused in the traced thread
+_WALK_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))  # refused in every thread
+
+
+def _unencodable(value):
+    raise TypeError("not JSON serializable: %s" % type(value).__name__)
+
+
+def _json_writer(item_separator, key_separator):
+    """`json.dumps` with these separators, built once from the C encoder: patching `json` changes nothing."""
+    make = _json_encoder.c_make_encoder
+    if make is None:  # no _json accelerator: the pure encoder, bound now
+        return json.JSONEncoder(separators=(item_separator, key_separator)).encode
+    chunks = make(
+        None,
+        _unencodable,
+        _json_encoder.c_encode_basestring_ascii,
+        None,
+        key_separator,
+        item_separator,
+        False,
+        False,
+        True,
+    )
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
+_encode = _json_writer(",", ":")  # an event line
+encode_object = _json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
+
+
+def _opaque(function):
+    """`function` behind a C callable that exposes neither it nor its state (an uncached lru wrapper): what
+    `sys.gettrace()` and `frame.f_trace` return to the traced code."""
+    return _functools._lru_cache_wrapper(function, 0, False, functools._CacheInfo)
+
+
+class TracerTampered(BaseException):
+    """Raised by a refused call (`sys.settrace` in the traced thread, a `gc` walk) while code is traced."""
+
+
+def _make_guard():
+    """(arm, disarm): one audit hook per process, installed on first use, inert while nothing is armed.
+
+    `arm(on_tamper, thread_id)` returns a token; while armed, a refused event calls `on_tamper(reason)` and
+    raises TracerTampered into the caller. `disarm(token)` ends that arming only. Both are opaque, so the
+    armed set is out of reach of the traced code (and `gc.get_referents`, the way in, is refused)."""
+    armed = {}
+    installed = []
+    get_ident, getpid, add_hook = threading.get_ident, os.getpid, sys.addaudithook
+
+    def audit(event, args):
+        if not armed or (event not in _HOOK_EVENTS and event not in _WALK_EVENTS):
+            return
+        hit = [
+            on_tamper
+            for on_tamper, thread_id, pid in list(armed.values())
+            if pid == getpid() and (event in _WALK_EVENTS or thread_id == get_ident())
+        ]
+        if hit:
+            for on_tamper in hit:
+                on_tamper(TAMPERED + event)
+            raise TracerTampered(TAMPERED + event)
+
+    def arm(on_tamper, thread_id):
+        if not installed:
+            add_hook(audit)
+            installed.append(True)
+        token = object()
+        armed[id(token)] = (on_tamper, thread_id, getpid())
+        return token
+
+    def disarm(token):
+        armed.pop(id(token), None)
+
+    return _opaque(arm), _opaque(disarm)
+
+
+arm_guard, disarm_guard = _make_guard()
 
 
 class Budgets:
@@ -56,7 +154,7 @@ class BudgetExceeded(BaseException):
 class Outcome:
     """How a traced call ended: exit (normal|error|never), truncation and why, the entry's result."""
 
-    __slots__ = ("exit", "truncated", "reason", "n_events", "n_bytes")
+    __slots__ = ("exit", "truncated", "reason", "n_events", "n_bytes", "n_capped")
 
     def __init__(self):
         self.exit = "never"
@@ -64,6 +162,7 @@ class Outcome:
         self.reason = None
         self.n_events = 0
         self.n_bytes = 0
+        self.n_capped = 0  # values in the recorded events that a repr cap cut (their text holds `…`)
 
     def as_dict(self):
         return {name: getattr(self, name) for name in self.__slots__}
@@ -82,9 +181,11 @@ class Tracer:
         self._traced_codes = {}
         self._frames = {}  # frame -> [frame_id, depth, last_event, immutable repr cache]
         self._deadline = 0.0
-        self._hook = self._on_new_frame
-        self._other_thread_hook = self._on_other_thread_frame
+        self._hook = _opaque(self._on_new_frame)
+        self._local_hook = _opaque(self._on_event)
+        self._other_thread_hook = _opaque(self._on_other_thread_frame)
         self._other_thread_ran = False  # traced code ran in another thread: the entry thread's next event ends
+        self._capped_hits = 0  # cached reprs of capped values reused in later events
         self.outcome = Outcome()
         self.result = None  # what the call returned or raised (for the parity check)
 
@@ -94,25 +195,36 @@ class Tracer:
         self._deadline = time.monotonic() + self._budgets.max_seconds
         threading.settrace(self._other_thread_hook)
         sys.settrace(self._hook)
+        token = arm_guard(self._tampered, threading.get_ident())
         try:
             self.result = fn(*args, **(kwargs or {}))
             outcome.exit = "normal"
         except BudgetExceeded:
             pass
-        except BaseException as error:
+        except BaseException as error:  # TracerTampered too: the trace is already cut
             self.result = error
             outcome.exit = "error"
         finally:
-            hook_intact = sys.gettrace() is self._hook
+            disarm_guard(token)
+            hooks_intact = sys.gettrace() is self._hook and threading.gettrace() is self._other_thread_hook
             sys.settrace(None)
             threading.settrace(None)
-        if not outcome.truncated and not hook_intact:
-            self._end("tracer_disabled")
+        if not outcome.truncated and not (hooks_intact and self._frames_closed()):
+            self._end(DISABLED)
         if not outcome.truncated and self._other_thread_ran:
             self._end(THREADS)
         if outcome.truncated:
             outcome.exit = "never"
         return outcome
+
+    def _frames_closed(self):
+        """Whether every traced frame reported its end: one that did not stopped being traced midway."""
+        return all(state[2] in _CLOSED for state in self._frames.values())
+
+    def _tampered(self, reason):
+        if not self.outcome.truncated:
+            self._end(reason)
+            self._flush()
 
     # -- hooks -------------------------------------------------------------------------------------
     def _on_new_frame(self, frame, event, arg):
@@ -124,7 +236,7 @@ class Tracer:
                 parent_id, depth = self._parent_of(frame)
                 state = self._frames[frame] = [len(self._frames), depth, None, {}, parent_id]
             self._emit(frame, state, "call", None)
-            return self._on_event
+            return self._local_hook
         except BudgetExceeded:
             raise
         except BaseException as error:  # RecursionError near the limit, MemoryError, ...
@@ -150,13 +262,15 @@ class Tracer:
             state = self._frames.get(frame)
             if state is None or self.outcome.truncated:
                 return None
+            if event == "return" and not frame.f_trace_lines:  # switched off by the traced code: lines missing
+                self._stop(DISABLED)
             if event == "return" and state[2] == "exception":
                 state[2] = "unwound"  # the frame ends with its exception node; no return node
-                return self._on_event
+                return self._local_hook
             if event == "exception":
                 arg = arg[1] if arg[1] is not None else arg[0]
             self._emit(frame, state, event, arg)
-            return self._on_event
+            return self._local_hook
         except BudgetExceeded:
             raise
         except BaseException as error:
@@ -202,6 +316,7 @@ class Tracer:
         self._write(line)
         outcome.n_events += 1
         outcome.n_bytes += len(line) + 1
+        outcome.n_capped = self._repr.n_capped + self._capped_hits
 
     def _locals(self, frame, cache):
         """[[name, repr], ...] in the frame's order; immutable values keep their repr while unchanged."""
@@ -213,10 +328,11 @@ class Tracer:
             hit = cache.get(name)
             if hit is not None and hit[0] is value:
                 text = hit[1]
+                self._capped_hits += hit[2]
             else:
                 text = self._repr(value)
                 if id(type(value)) in _IMMUTABLE:
-                    cache[name] = (value, text)
+                    cache[name] = (value, text, self._repr.capped)
             pairs.append([name, text])
         return pairs
 

@@ -1,9 +1,11 @@
 """Sandbox entry point for repositories: `python -m tracers.repo_runner install|trace REQUEST`.
 
-`install` is `tracers.install.install`. `trace` (network off, run by the venv's Python) runs pytest
-with `tracers.pytest_plugin` and writes the stream to `SCRATCH/out/trace.jsonl`; pytest's own output
-goes to `SCRATCH/out/pytest.log`. The run is guarded from inside by `tracers.guard`. Standard library
-only.
+`install` is `tracers.install.install`. `trace` (network off, run by the venv's Python) is the
+supervisor of `tracers.watchdog`: it runs `pytest REQUEST FD` as its child and ends the run when a test
+overruns its budget. `pytest` runs pytest with `tracers.pytest_plugin` (progress lines to FD), skips the
+request's `deselect` node ids (tests an earlier run already ran), and writes the stream to
+`SCRATCH/out/trace.jsonl`; pytest's own output goes to `SCRATCH/out/pytest.log`. The run is guarded
+from inside by `tracers.guard` as well. Standard library only.
 """
 
 import json
@@ -12,11 +14,14 @@ import signal
 import sys
 
 from tracers.entry_tracer import EntryTracer
-from tracers.guard import Guard, TestAborted
+from tracers.guard import ABORT_GRACE_S, Guard, TestAborted
 from tracers.install import install
 from tracers.pytest_plugin import Sink, TracePlugin, header
 from tracers.repo_code import PathFilter
 from tracers.saferepr import Limits
+from tracers.watchdog import supervise
+
+WATCHDOG_MARGIN_S = 1.0
 
 
 def _pytest_args(request):
@@ -31,7 +36,8 @@ def _pytest_args(request):
     return args
 
 
-def trace(request):
+def trace(request, progress_fd):
+    os.set_inheritable(progress_fd, False)  # the suite's own subprocesses do not get the watchdog's pipe
     scratch = request["scratch"]
     out_dir = os.path.join(scratch, "out")
     for name in ("out", "tmp", "home"):
@@ -60,7 +66,14 @@ def trace(request):
         abort_types=(TestAborted,),
     )
     guard = Guard(sink, tracer, request, log_fd)
-    plugin = TracePlugin(tracer, sink, guard, trace=not request.get("untraced"))
+    plugin = TracePlugin(
+        tracer,
+        sink,
+        guard,
+        trace=not request.get("untraced"),
+        progress_fd=progress_fd,
+        deselect=request.get("deselect") or (),
+    )
     real_fork = os.fork
     os.register_at_fork(after_in_child=lambda: guard.after_fork_child(null, handle.fileno()))
     exitstatus, reason = None, None
@@ -80,13 +93,19 @@ def trace(request):
 
 
 def main(argv):
+    if argv[:1] == ["pytest"] and len(argv) == 3:
+        with open(argv[1], encoding="utf-8") as handle:
+            trace(json.load(handle), int(argv[2]))
+        return
     mode, request_path = argv
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
     if mode == "install":
         install(request)
     elif mode == "trace":
-        trace(request)
+        budget_s = float(request["test_timeout_s"]) + ABORT_GRACE_S + WATCHDOG_MARGIN_S
+        command = [sys.executable, "-s", "-B", "-m", "tracers.repo_runner", "pytest", request_path]
+        sys.exit(supervise(command, budget_s))
     else:
         raise SystemExit("usage: python -m tracers.repo_runner install|trace REQUEST")
 

@@ -70,6 +70,7 @@ _slice_parts = tuple(slice.__dict__[name].__get__ for name in ("start", "stop", 
 _array_typecode = array.array.__dict__["typecode"].__get__
 _tzinfo = {id(kind): kind.__dict__["tzinfo"].__get__ for kind in (datetime.datetime, datetime.time)}
 _ModuleSpec = type(sys.__spec__)
+CUT = "\u2026"  # the mark of every cap (schemas/reprs.md): no CPython repr writes it outside a quoted string
 
 
 class Limits:
@@ -99,7 +100,12 @@ def _on_alarm(signum, frame):
 
 
 def _cut(text, limit):
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 1] + CUT
+
+
+def _more(left):
+    """The mark in place of what a cap left out: `…+N` for N more items (or characters), `…` if unknown."""
+    return CUT + "+%d" % left if left > 0 else CUT
 
 
 def _placeholder(obj, why):
@@ -111,14 +117,6 @@ def _type_name(obj):
         return objstate.qualname(type(obj))
     except BaseException:
         return "object"
-
-
-def _int_repr(value, limit):
-    # An int past ~4300 digits raises in repr(); estimate its size from the bit length instead.
-    digits = int(value.bit_length() * 0.30103) + 1
-    if digits > limit:
-        return "<int with ~%d digits>" % digits
-    return repr(value)
 
 
 def _plain_object(obj):
@@ -134,10 +132,13 @@ def _via(base, addresses):
 
 
 class SafeRepr:
-    """Callable repr with fixed limits; `repr(obj)` never raises and never exceeds `max_chars`."""
+    """Callable repr with fixed limits; `repr(obj)` never raises and never exceeds `max_chars`. After each
+    call, `capped` says whether a cap cut the value (its text then holds the mark `…`)."""
 
     def __init__(self, limits=None):
         self.limits = limits or Limits()
+        self.capped = False
+        self.n_capped = 0  # calls whose value was capped
         self.structural = self.limits.mode == "structural"
         self._can_alarm = True
         self._layouts = objstate.Layouts()
@@ -185,18 +186,23 @@ class SafeRepr:
         self._bases = {id(kind): fn for kind, fn in bases.items()}
 
     def __call__(self, obj):
+        self.capped = False
         try:
-            return _cut(self._repr(obj, 0, set()), self.limits.max_chars)
+            text = self._repr(obj, 0, set())
+            if len(text) > self.limits.max_chars:
+                self.capped = True
+                text = _cut(text, self.limits.max_chars)
+            self.n_capped += self.capped
+            return text
         except BaseException:
             return _placeholder(obj, "repr failed")
 
     def _repr(self, obj, depth, seen):
         kind = type(obj)
         if kind is int:  # the commonest values first, by identity (never ==, which a metaclass can define)
-            return _int_repr(obj, self.limits.max_chars)
+            return self._int_text(obj)
         if kind is str:
-            limit = self.limits.max_chars
-            return repr(obj[:limit]) + ("..." if len(obj) > limit else "")
+            return self._str_text(obj)
         if obj is None or kind is bool or kind is float:
             return repr(obj)
         handler = self._exact.get(id(kind))
@@ -216,20 +222,39 @@ class SafeRepr:
 
     # -- builtin values: CPython's repr, byte for byte ---------------------------------------------
     def _int(self, obj, kind, depth, seen):
-        return _int_repr(obj if kind is int else int.__int__(obj), self.limits.max_chars)
+        return self._int_text(obj if kind is int else int.__int__(obj))
+
+    def _int_text(self, value):
+        # An int past ~4300 digits raises in repr(); estimate its size from the bit length instead.
+        digits = int(value.bit_length() * 0.30103) + 1
+        if digits > self.limits.max_chars:
+            self.capped = True
+            return "<int with ~%d digits>" % digits
+        return repr(value)
 
     def _str(self, obj, kind, depth, seen):
+        return self._str_text(obj if kind is str else str.__str__(obj))
+
+    def _str_text(self, text):
         limit = self.limits.max_chars
-        if kind is not str:
-            obj = str.__str__(obj)
-        return repr(obj[:limit]) + ("..." if len(obj) > limit else "")
+        if len(text) <= limit:
+            return repr(text)
+        self.capped = True
+        return repr(text[:limit]) + _more(len(text) - limit)
 
     def _bytes(self, obj, kind, depth, seen):
         limit = self.limits.max_chars
         base = bytes if issubclass(kind, bytes) else bytearray
-        head = base.__getitem__(obj, slice(0, limit))
-        body = repr(bytes(head)) + ("..." if base.__len__(obj) > limit else "")
+        body = repr(bytes(base.__getitem__(obj, slice(0, limit))))
+        if base.__len__(obj) > limit:
+            self.capped = True
+            body += _more(base.__len__(obj) - limit)
         return body if base is bytes else "bytearray(%s)" % body
+
+    def _deep(self, text):
+        """What stands for a container past `max_depth`: its brackets or its name around the mark."""
+        self.capped = True
+        return text
 
     def _type(self, obj, kind, depth, seen):
         return type.__repr__(obj)
@@ -239,7 +264,7 @@ class SafeRepr:
         if id(obj) in seen:
             return "[...]" if base is list else "(...)"
         if depth >= self.limits.max_depth:
-            return "[...]" if base is list else "(...)"
+            return self._deep("[\u2026]" if base is list else "(\u2026)")
         seen.add(id(obj))
         try:
             size = base.__len__(obj)
@@ -260,28 +285,34 @@ class SafeRepr:
             out.append(part)
             total += len(part) + 2
             if total > limit:
-                out.append("...")
-                return "(" + ", ".join(out) + ")"
+                return "(" + self._left_out(out, size) + ")"
         if size > limits.max_items:
-            out.append("...")
+            return "(" + self._left_out(out, size) + ")"
         return "(" + ", ".join(out) + ")"
 
-    def _join(self, parts, size):
+    def _left_out(self, shown, size, known=True):
+        """`a, b, …+N`: the parts shown, then the mark for the `size - len(shown)` left out."""
+        self.capped = True
+        shown.append(_more(size - len(shown) if known else 0))
+        return ", ".join(shown)
+
+    def _join(self, parts, size, known=True):
         limits = self.limits
         out, total = [], 0
         for part in islice(parts, limits.max_items):
             out.append(part)
             total += len(part) + 2
             if total > limits.max_chars:
-                out.append("...")
-                return ", ".join(out)
+                return self._left_out(out, size, known)
         if size > limits.max_items:
-            out.append("...")
+            return self._left_out(out, size, known)
         return ", ".join(out)
 
     def _dict(self, obj, kind, depth, seen):
-        if id(obj) in seen or depth >= self.limits.max_depth:
+        if id(obj) in seen:
             return "{...}"
+        if depth >= self.limits.max_depth:
+            return self._deep("{\u2026}")
         seen.add(id(obj))
         try:
             return "{" + self._pairs(dict.items(obj), dict.__len__(obj), depth, seen) + "}"
@@ -296,10 +327,9 @@ class SafeRepr:
             out.append(part)
             total += len(part) + 2
             if total > limit:
-                out.append("...")
-                return ", ".join(out)
+                return self._left_out(out, size)
         if size > limits.max_items:
-            out.append("...")
+            return self._left_out(out, size)
         return ", ".join(out)
 
     def _set(self, obj, kind, depth, seen):
@@ -310,7 +340,7 @@ class SafeRepr:
         if id(obj) in seen:
             return "{...}" if base is set else "(...)"
         if depth >= self.limits.max_depth:
-            return base.__name__ + "(...)"
+            return self._deep(base.__name__ + "(\u2026)")
         seen.add(id(obj))
         try:
             body = "{" + self._set_items(base.__iter__(obj), size, depth, seen) + "}"
@@ -332,7 +362,7 @@ class SafeRepr:
         else:
             parts = [self._repr(item, depth + 1, seen) for item in islice(items, cap)]
         if size > cap:
-            parts.append("...")
+            return self._left_out(parts, size)
         return ", ".join(parts)
 
     def _exception(self, obj, kind, depth, seen):
@@ -344,8 +374,10 @@ class SafeRepr:
 
     # -- C containers of the standard library: their CPython format, walked here -------------------
     def _deque(self, obj, kind, depth, seen):
-        if id(obj) in seen or depth >= self.limits.max_depth:
+        if id(obj) in seen:
             return "[...]"
+        if depth >= self.limits.max_depth:
+            return self._deep(objstate.name(kind) + "(\u2026)")
         seen.add(id(obj))
         try:
             size = collections.deque.__len__(obj)
@@ -365,8 +397,10 @@ class SafeRepr:
         size = dict.__len__(obj)
         if not size:
             return name + "()"
-        if id(obj) in seen or depth >= self.limits.max_depth:
+        if id(obj) in seen:
             return name + "(...)"
+        if depth >= self.limits.max_depth:
+            return self._deep(name + "(\u2026)")
         # The linked order is read only when every key hashes in C: reading it hashes the keys.
         safe = all(id(type(key)) in _SAFE_HASH for key in dict.keys(obj))
         items = collections.OrderedDict.items(obj) if safe else dict.items(obj)
@@ -401,13 +435,18 @@ class SafeRepr:
 
     def _partial(self, obj, kind, depth, seen):
         function, args, keywords = (get(obj) for get in _partial_parts)
+        cap = self.limits.max_items
         parts = [self._repr(function, depth + 1, seen)]
-        parts += [self._repr(arg, depth + 1, seen) for arg in islice(args, self.limits.max_items)]
+        parts += [self._repr(arg, depth + 1, seen) for arg in islice(args, cap)]
+        if type(args) is tuple and tuple.__len__(args) > cap:
+            parts.append(self._left_out([], tuple.__len__(args) - cap))
         if type(keywords) is dict:
             parts += [
                 "%s=%s" % (objstate.text(key), self._repr(value, depth + 1, seen))
-                for key, value in islice(dict.items(keywords), self.limits.max_items)
+                for key, value in islice(dict.items(keywords), cap)
             ]
+            if dict.__len__(keywords) > cap:
+                parts.append(self._left_out([], dict.__len__(keywords) - cap))
         return "functools.partial(%s)" % ", ".join(parts)
 
     def _slice(self, obj, kind, depth, seen):
@@ -426,7 +465,7 @@ class SafeRepr:
     def _view(self, obj, kind, depth, seen):
         name = objstate.name(kind)
         if depth >= self.limits.max_depth:
-            return name + "(...)"
+            return self._deep(name + "(\u2026)")
         return "%s([%s])" % (name, self._items(iter(obj), len(obj), depth, seen)[1:-1])
 
     def _module(self, obj, kind, depth, seen):
@@ -483,18 +522,23 @@ class SafeRepr:
 
     def _object_fields(self, obj, kind, layout, depth, seen, inner):
         name = objstate.qualname(kind)
-        if id(obj) in seen or depth >= self.limits.max_depth:
+        if id(obj) in seen:
             return name + "(...)"
+        if depth >= self.limits.max_depth:
+            return self._deep(name + "(\u2026)")
         fields, more = layout.fields(obj, self.limits.max_items)
         size = len(fields) + (1 if more else 0) + (inner is not None)
         if inner is not None:
             fields = [(None, inner)] + fields
-        return self._fields(name, fields, size, obj, depth, seen)
+        return self._fields(name, fields, size, obj, depth, seen, known=not more)
 
-    def _fields(self, name, pairs, size, obj, depth, seen):
-        """`Name(a=<repr>, b=<repr>)`; a pair whose name is None is shown bare (already rendered)."""
-        if id(obj) in seen or depth >= self.limits.max_depth:
+    def _fields(self, name, pairs, size, obj, depth, seen, known=True):
+        """`Name(a=<repr>, b=<repr>)`; a pair whose name is None is shown bare (already rendered). With
+        `known` false, `size` only says that there are more fields than shown (their number is unknown)."""
+        if id(obj) in seen:
             return name + "(...)"
+        if depth >= self.limits.max_depth:
+            return self._deep(name + "(\u2026)")
         seen.add(id(obj))
         try:
             parts = (
@@ -503,7 +547,7 @@ class SafeRepr:
                 else "%s=%s" % (_field_name(key, self, depth, seen), self._repr(value, depth + 1, seen))
                 for key, value in pairs
             )
-            return name + "(" + self._join(parts, size) + ")"
+            return name + "(" + self._join(parts, size, known) + ")"
         finally:
             seen.discard(id(obj))
 
@@ -534,6 +578,8 @@ class SafeRepr:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous or signal.SIG_DFL)
+        if len(text) > self.limits.max_chars:
+            self.capped = True
         return _ADDRESS.sub("0x...", _cut(text, self.limits.max_chars))
 
 
@@ -594,8 +640,10 @@ def _counter(renderer, layout, obj, depth, seen):
         return None
     if not items:
         return layout.key[1] + "()"
-    if id(obj) in seen or depth >= renderer.limits.max_depth:
+    if id(obj) in seen:
         return layout.key[1] + "(...)"
+    if depth >= renderer.limits.max_depth:
+        return renderer._deep(layout.key[1] + "(\u2026)")
     items.sort(key=lambda item: item[1], reverse=True)
     seen.add(id(obj))
     try:

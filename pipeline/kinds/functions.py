@@ -14,12 +14,13 @@ from pipeline.kinds.options import (
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    repr_limits_from,
     sampling_from,
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
-from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions
+from pipeline.stages.trace_functions import TraceSettings, trace_functions
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 DEDUP_BATCH = 512
@@ -170,7 +171,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
             max_events=args.max_events,
             max_seconds=args.max_seconds,
             record_timeout_s=args.record_timeout,
-            reprs=ReprLimits(mode=args.repr_mode),
+            reprs=repr_limits_from(args),
             check_parity=args.check_parity,
         )
         return args.input, FunctionsConfig(

@@ -32,6 +32,7 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_repr_mode_argument(parser: argparse.ArgumentParser) -> None:
+    """How values are rendered: the mode and the caps (ReprLimits, part of the job's config hash)."""
     parser.add_argument(
         "--repr-mode",
         choices=REPR_MODES,
@@ -39,6 +40,21 @@ def add_repr_mode_argument(parser: argparse.ArgumentParser) -> None:
         help="how values of the program's classes are rendered: structural (from their state, no program "
         "code run) or user (their own __repr__; only for code known to have pure reprs)",
     )
+    for name, what in (
+        ("chars", "characters of one value's repr (a longer one is cut, marked …)"),
+        ("items", "items shown per container, fields per object"),
+        ("depth", "levels of nested containers shown"),
+    ):
+        parser.add_argument(
+            f"--max-repr-{name}",
+            type=int,
+            default=getattr(ReprLimits, f"max_{name}"),
+            help=f"cap on the {what}; default %(default)s (schemas/reprs.md)",
+        )
+
+
+def repr_limits_from(args: argparse.Namespace) -> ReprLimits:
+    return ReprLimits(args.max_repr_chars, args.max_repr_items, args.max_repr_depth, args.repr_mode)
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:

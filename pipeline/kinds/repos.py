@@ -28,6 +28,7 @@ from pipeline.kinds.options import (
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    repr_limits_from,
     sampling_from,
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
@@ -35,7 +36,6 @@ from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
-from pipeline.stages.trace_functions import ReprLimits
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 
@@ -100,7 +100,7 @@ class ReposKind(JobKind[ReposConfig]):
         return args.manifest, ReposConfig(
             sandbox=args.sandbox,
             trace=RepoTraceSettings(
-                max_events=args.max_events, reprs=ReprLimits(mode=args.repr_mode), parity=not args.no_parity
+                max_events=args.max_events, reprs=repr_limits_from(args), parity=not args.no_parity
             ),
             sampling=sampling_from(args),
             cache_dir=args.cache_dir,

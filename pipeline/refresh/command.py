@@ -8,13 +8,19 @@ import argparse
 
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
-from pipeline.kinds.options import add_repr_mode_argument, add_sampling_arguments, add_sandbox_argument, sampling_from
+from pipeline.kinds.options import (
+    add_repr_mode_argument,
+    add_sampling_arguments,
+    add_sandbox_argument,
+    repr_limits_from,
+    sampling_from,
+)
 from pipeline.kinds.repos import ReposConfig
 from pipeline.refresh.plan import RefreshConfigs
 from pipeline.refresh.run import refresh
 from pipeline.stages.go.runs import GoSettings
 from pipeline.stages.repos.run import RepoTraceSettings
-from pipeline.stages.trace_functions import ReprLimits, TraceSettings
+from pipeline.stages.trace_functions import TraceSettings
 
 
 def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +41,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
 def configs_from(args: argparse.Namespace) -> RefreshConfigs:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
-    reprs, sampling = ReprLimits(mode=args.repr_mode), sampling_from(args)
+    reprs, sampling = repr_limits_from(args), sampling_from(args)
     return RefreshConfigs(
         functions=FunctionsConfig(
             sandbox=args.sandbox, chunk_size=args.chunk_size, trace=TraceSettings(reprs=reprs), sampling=sampling

@@ -16,6 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pipeline.engine.errors import SetupError
 
@@ -72,6 +73,8 @@ class Sandbox(ABC):
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     name = "abstract"
+    # The directory each command may write, private to it and on a size-capped filesystem; None: no such place.
+    scratch: ClassVar[str | None] = None
 
     @property
     def python(self) -> str:

@@ -1,9 +1,10 @@
 """The `bwrap` backend (bubblewrap), the local default.
 
 New pid/ipc/uts/net (unless network is asked for) namespaces, a read-only view of the system
-directories, a private /tmp, only the given binds, a cleared environment, and, when run as root, a
-real unprivileged uid for the command (setpriv), because RLIMIT_NPROC does not bind root: that uid is
-what makes the process limit stop a fork bomb. Killing bwrap kills everything in its pid namespace.
+directories, a private /tmp (a tmpfs of `file_bytes`: the command's size-capped scratch), only the given
+binds, a cleared environment, and, when run as root, a real unprivileged uid for the command (setpriv),
+because RLIMIT_NPROC does not bind root: that uid is what makes the process limit stop a fork bomb.
+Killing bwrap kills everything in its pid namespace.
 """
 
 import os
@@ -65,6 +66,7 @@ def traversable_parents(path: str) -> list[str]:
 @dataclass
 class BwrapSandbox(CommandSandbox):
     name = "bwrap"
+    scratch = "/tmp"
 
     def __post_init__(self):
         if shutil.which("bwrap") is None:

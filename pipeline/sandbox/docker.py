@@ -3,10 +3,11 @@
 Each container: the sandbox image (pipeline/sandbox/image.py), a read-only root, a private /tmp (tmpfs), the
 caller's binds at their own paths (only those asked writable are), a non-root per-worker uid, every capability
 dropped, no-new-privileges, Docker's default seccomp profile, memory (no swap), pids and CPU limits in its
-cgroup, rlimits for file size, CPU time and open files, and no network unless asked for (then the default
-bridge, for the install step). A tiny init (Docker's, `init=True`) is PID 1, so signals and exit statuses
-behave as they do outside. The wall clock is enforced from here: past it the container is killed. The
-container is always removed. The environment is exactly PATH, HOME=/tmp and what the caller gives.
+cgroup, rlimits for file size, CPU time and open files, and no network unless asked for (then
+`install_network`; the install step does not ask: it reaches the index through the host's index proxy). A tiny
+init (Docker's, `init=True`) is PID 1, so signals and exit statuses behave as they do outside. The wall clock
+is enforced from here: past it the container is killed. The container is always removed. The environment is
+exactly PATH, HOME=/tmp and what the caller gives.
 
 The default bridge reaches the host's non-loopback addresses and private networks: where that matters (a Ray
 cluster listens on them), point `install_network` at a network whose traffic to the host and to private
@@ -61,6 +62,7 @@ class DockerSandbox(Sandbox):
     cpus: float = 1.0
     tmp_bytes: int = 512 << 20
     name = "docker"
+    scratch = "/tmp"
 
     def __post_init__(self):
         if self.cpus <= 0 or self.tmp_bytes <= 0:

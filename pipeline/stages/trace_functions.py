@@ -1,16 +1,19 @@
 """Stage: trace function records in the sandbox and turn the tracer's output into `traces` rows.
 
-All records of a chunk go to one sandboxed runner, which forks a child per record. If the sandbox
-itself dies (wall clock, a crash), the first record without a complete trace is blamed with a failure
-row and the rest are run again in a fresh sandbox: one bad record never costs another.
+All records of a chunk go to one sandboxed runner (tracers/function_runner.py), which runs a child per
+record, kills whatever the record left behind before the next one starts, and sends each finished record
+over its stdout, framed (`pipeline/stages/runnerstream.py`): so no record can touch what an earlier one
+produced. If the sandbox itself dies or is killed at the chunk's wall clock (the runner killed, stopped or
+crashed), the record the runner was on is blamed with a failure row, the finished ones are kept, and the
+rest run again in a fresh sandbox: one bad record never costs another. A record that fills the sandbox's
+size-capped scratch filesystem is stopped and gets a failure row (`ScratchLimitExceeded`).
 
 With `check_parity` each record whose traced call ended by itself is also run untraced (a fresh child);
 its return value or exception, rendered the same way, must equal the traced one. A record where they
 differ keeps its trace with `perturbed=true` and gets a failure row (stage `trace`, `OutcomePerturbed`).
 
-What the sandbox leaves is untrusted, and judged one record at a time: the host reads each record's files
-through the output directory's descriptor (`SandboxDirectory`), the strict parser checks every type and
-size and makes every string valid Unicode (`pipeline/stages/tracefile.py`), and a record whose files are
+What the sandbox sends is untrusted, and judged one record at a time: the strict parser checks every type
+and size and makes every string valid Unicode (`pipeline/stages/tracefile.py`), and a record whose trace is
 missing, replaced or malformed gets its own failure row; the records beside it are unaffected.
 """
 
@@ -19,24 +22,30 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from pipeline.engine.failures import failure_row
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.sandbox import Bind, Sandbox, SandboxLimits
-from pipeline.sandbox.files import SandboxDirectory
+from pipeline.sandbox import Bind, Sandbox
 from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.functions import FunctionRecord
+from pipeline.stages.runnerstream import parse_runner_stream
 from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
 
 REPR_MODES = ("structural", "user")
+CHUNK_MARGIN_S = 10.0  # sandbox start and teardown, on top of the records' own timeouts
 
 
 @dataclass(frozen=True)
 class ReprLimits:
     """Caps on one value's repr (tracers/saferepr.py): characters, container items, nesting depth; and how
     objects are rendered: `structural` (from their state, no program code run) or `user` (their own
-    `__repr__`, for corpora where it is known to be pure)."""
+    `__repr__`, for corpora where it is known to be pure).
+
+    The defaults keep a typical local whole (a short string, a small list or dict, an object of a few
+    fields nested a few levels: what a model can read at every step of a trace) while one huge value costs
+    at most ~200 characters per local per event, so the byte budget goes to events, not to one value.
+    A capped value is marked `…` (schemas/reprs.md) and counted in `traces.n_capped_values`."""
 
     max_chars: int = 200
     max_items: int = 20
@@ -44,9 +53,9 @@ class ReprLimits:
     mode: str = "structural"
 
     def __post_init__(self):
-        for name in ("max_chars", "max_items", "max_depth"):
-            if type(getattr(self, name)) is not int or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        for name, least in (("max_chars", 8), ("max_items", 1), ("max_depth", 1)):
+            if type(getattr(self, name)) is not int or getattr(self, name) < least:
+                raise ValueError(f"{name} must be an int of at least {least}, got {getattr(self, name)!r}")
         if self.mode not in REPR_MODES:
             raise ValueError(f"repr mode must be one of {', '.join(REPR_MODES)}, got {self.mode!r}")
 
@@ -114,6 +123,7 @@ def trace_row(record: FunctionRecord, parsed, repr_mode: str, perturbed: bool | 
         "truncated": bool(end["truncated"]),
         "truncation_reason": end.get("reason") if end["truncated"] else None,
         "n_events": len(events),
+        "n_capped_values": end.get("n_capped", 0),
         "events": events,
         "repr_mode": repr_mode,
         "perturbed": perturbed,
@@ -131,27 +141,18 @@ def trace_functions(
     with counters.timed():
         pending = list(range(len(records)))
         while pending:
-            result, outputs = _run_sandbox([records[i] for i in pending], sandbox, settings)
-            # When the sandbox died, the last trace file it left may be incomplete: that record is blamed.
-            left = next((position for position, output in enumerate(outputs) if output[0] is None), len(outputs))
-            complete = len(outputs) if result.ok else max(0, left - 1)
-            for position in range(complete):
-                index = pending[position]
-                _collect(records[index], outputs[position], settings, unit_id, rows, failures, index)
-            if complete == len(pending):
+            result, stream = _run_sandbox([records[i] for i in pending], sandbox, settings)
+            for position, output in enumerate(stream.finished):
+                _collect(records[pending[position]], output, settings, unit_id, rows, failures, pending[position])
+            done = len(stream.finished)
+            if done == len(pending):
                 break
-            blamed = pending[complete]
-            record = records[blamed]
-            failures[blamed] = failure_row(
-                unit_id,
-                record.id,
-                "sandbox",
-                "SandboxFailed",
-                f"record {record.id!r}: the sandbox ended before this record finished ({result.describe()})",
-                record.input_ref,
-                result.stderr_tail.decode("utf-8", "replace") or None,
-            )
-            pending = pending[complete + 1 :]
+            if stream.restart is not None and (done or stream.restart > 0):
+                pending = pending[stream.restart :]  # none of them to blame: a fresh sandbox runs them
+                continue
+            blamed = pending[done]
+            failures[blamed] = _blame(records[blamed], stream, result, unit_id)
+            pending = pending[done + 1 :]
     counters.n_out = len(rows)
     counters.events = sum(row["n_events"] for row in rows.values())
     for failure in failures.values():
@@ -162,8 +163,39 @@ def trace_functions(
     )
 
 
+def _blame(record, stream, result, unit_id) -> dict:
+    """The failure row of the record the runner was on when its sandbox ended (or, when none had started,
+    the first one left, so that every round makes progress)."""
+    if stream.in_flight is not None:
+        why = f"the runner died or was stopped while this record ran ({result.describe()})"
+    elif stream.restart is not None:
+        why = "its output alone is larger than the sandbox's file size limit"
+    else:
+        why = f"the sandbox ended before this record started ({result.describe()})"
+    return failure_row(
+        unit_id,
+        record.id,
+        "sandbox",
+        "SandboxFailed",
+        f"record {record.id!r}: {why}; the records after it are run again",
+        record.input_ref,
+        result.stderr_tail.decode("utf-8", "replace") or None,
+    )
+
+
 def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
-    data, parity = output
+    if output.scratch_full:
+        failures[index] = failure_row(
+            unit_id,
+            record.id,
+            "trace",
+            "ScratchLimitExceeded",
+            f"record {record.id!r}: it filled the sandbox's scratch filesystem and was stopped; "
+            f"write less than the sandbox's file_bytes limit",
+            record.input_ref,
+        )
+        return
+    data, parity = output.trace, output.parity
     if data is None:
         failures[index] = failure_row(
             unit_id,
@@ -240,35 +272,42 @@ def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
 
 
 def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings):
-    """Run the runner over `records`; returns (SandboxResult, [(trace file bytes or None, parity file bytes or
-    None) per record]).
+    """Run the runner over `records`; returns (SandboxResult, RunnerStream).
 
-    The output directory is made and opened here before the sandbox starts, and bound on its own, so inside the
-    sandbox it is a mount point that cannot be renamed or replaced either.
+    The records write only to the runner's scratch directory: the sandbox's own size-capped /tmp where the
+    backend has one (`Sandbox.scratch`), else a host directory (the `process` backend isolates nothing). What
+    the host reads is the runner's stdout, all of it, within the file size limit the runner keeps to. The
+    wall clock is the chunk's: every record's timeout (twice with parity), plus a margin.
     """
     scratch = tempfile.mkdtemp(prefix="tracegen-")
     try:
-        with SandboxDirectory(os.path.join(scratch, "out")) as out:
-            request = os.path.join(scratch, "request.json")
-            with open(request, "w", encoding="utf-8") as handle:
-                json.dump(settings.request(records), handle)
-            limits = SandboxLimits(
-                **{**asdict(sandbox.limits), "wall_s": settings.record_timeout_s * len(records) + 10.0}
-            )
-            result = sandbox.run(
-                [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, out.path],
-                binds=[tracers_bind(), Bind(scratch, writable=True), Bind(out.path, writable=True)],
-                env={"PYTHONPATH": TRACERS_PARENT, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
-                cwd=scratch,
-                limits=limits,
-            )
-            outputs = [
-                (
-                    out.read("%06d.trace" % position, settings.max_bytes + (1 << 20)),
-                    out.read("%06d.parity" % position, 1 << 16) if settings.check_parity else None,
-                )
-                for position in range(len(records))
-            ]
-        return result, outputs
+        request = os.path.join(scratch, "request.json")
+        with open(request, "w", encoding="utf-8") as handle:
+            json.dump(settings.request(records), handle)
+        os.chmod(scratch, 0o711)  # read-only for the sandbox's uid: the request only
+        os.chmod(request, 0o644)
+        binds = [tracers_bind(), Bind(scratch)]
+        work = sandbox.scratch
+        if work is None:
+            work = os.path.join(scratch, "work")
+            os.mkdir(work, 0o700)
+            binds.append(Bind(work, writable=True))
+        runs = 2 if settings.check_parity else 1
+        wall_s = settings.record_timeout_s * runs * len(records) + CHUNK_MARGIN_S
+        limits = replace(sandbox.limits, wall_s=wall_s, output_tail_bytes=sandbox.limits.file_bytes)
+        result = sandbox.run(
+            [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, os.path.join(work, "records")],
+            binds=binds,
+            env={
+                "PYTHONPATH": TRACERS_PARENT,
+                "PYTHONHASHSEED": "0",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "HOME": work,
+                "TMPDIR": work,
+            },
+            cwd=work,
+            limits=limits,
+        )
+        return result, parse_runner_stream(result.stdout_tail, len(records), settings.max_bytes + (2 << 20))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -140,6 +140,8 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
             label(obj.get("reason"), "end reason")
             result = obj.get("result")
             require(result is None or (type(result) is str and len(result) <= 100_000), "bad end result")
+            capped = obj.get("n_capped", 0)
+            require(type(capped) is int and 0 <= capped < 1 << 31, "bad end n_capped")
             end = obj
         elif kind == "failure":
             require(not events and type(obj.get("message")) is str, "bad failure object")

@@ -12,7 +12,7 @@ import pyarrow as pa
 from schemas import TABLES
 
 PINNED = {
-    "traces": (3, "c83393304f11dc5f"),
+    "traces": (4, "468ad2d4796d04f3"),
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (2, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),

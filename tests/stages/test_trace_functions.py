@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,6 +144,9 @@ def test_the_sandbox_kept_the_host_untouched(traced_examples):
     # Only this module's sandbox: every one of its processes names its scratch directory on its command line.
     assert processes_mentioning(scratch) == [] and os.listdir(scratch) == []
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", scratch]) as witness:
+        deadline = time.monotonic() + 10  # until the child has exec'd, /proc shows the parent's command line
+        while not processes_mentioning(scratch) and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert len(processes_mentioning(scratch)) == 1  # the check does see a process of that sandbox
         witness.kill()
 

@@ -141,7 +141,7 @@ def test_code_that_swallows_the_stop_is_still_never():
 def test_code_that_turns_tracing_off_is_not_trusted():
     code = "import sys\n\ndef f():\n    sys.settrace(None)\n    return 1\n"
     trace = trace_source(code, "f", "")
-    assert (trace["exit"], trace["truncated"], trace["reason"]) == ("never", True, "tracer_disabled")
+    assert (trace["exit"], trace["truncated"], trace["reason"]) == ("never", True, "tampered:sys.settrace")
 
 
 def test_deep_recursion_never_crashes_the_tracer():

@@ -24,9 +24,9 @@ def test_huge_str_and_bytes_are_cut_before_formatting():
 
 
 def test_containers_are_capped_in_items_and_depth():
-    assert safe(list(range(100))) == "[0, 1, 2, 3, 4, ...]"
-    assert safe([[[[1]]]]) == "[[[[...]]]]"
-    assert safe({i: i for i in range(10)}) == "{0: 0, 1: 1, 2: 2, 3: 3, 4: 4, ...}"
+    assert safe(list(range(100))) == "[0, 1, 2, 3, 4, …+95]"
+    assert safe([[[[1]]]]) == "[[[[…]]]]"
+    assert safe({i: i for i in range(10)}) == "{0: 0, 1: 1, 2: 2, 3: 3, 4: 4, …+5}"
 
 
 def test_recursive_containers():

@@ -198,12 +198,12 @@ def test_recursive_and_huge_structures_are_bounded():
     wide = Trapped()
     for i in range(10_000):
         setattr(wide, f"f{i}", i)
-    assert render(wide) == "Trapped(f0=0, f1=1, f2=2, f3=3, f4=4, ...)"
+    assert render(wide) == "Trapped(f0=0, f1=1, f2=2, f3=3, f4=4, …)"
     deep = [[[[[[Trapped()]]]]]]
-    assert render(deep) == "[[[[...]]]]"
+    assert render(deep) == "[[[[…]]]]"
     nested = [["x" * 150] * 5] * 5
     text = render(nested)
-    assert len(text) == 200 and text == repr(nested)[:197] + "..."
+    assert len(text) == 200 and text == repr(nested)[:199] + "…"
 
 
 def test_the_user_mode_calls_the_objects_own_repr():

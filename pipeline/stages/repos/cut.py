@@ -146,6 +146,7 @@ class EntryCutter:
                     "truncated": entry["truncated"],
                     "truncation_reason": entry["reason"] if entry["truncated"] else None,
                     "n_events": len(events),
+                    "n_capped_values": entry.get("capped", 0),
                     "events": events,
                     "repr_mode": self.repr_mode,
                     "perturbed": perturbed,

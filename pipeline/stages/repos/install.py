@@ -1,12 +1,21 @@
-"""Install a repository in the sandbox (network on): a fresh venv, the worktree read-only, a copy to build in."""
+"""Install a repository in the sandbox: a fresh venv, the worktree read-only, a copy to build in.
+
+The sandbox has no network of its own; pip reaches the package index, and nothing else, through the host's
+index proxy (pipeline/sandbox/index_proxy.py) on a unix socket bound into it. A refused connection (a
+build reaching for another host) is an `InstallNetworkRefused` failure row of the repository.
+"""
 
 import os
 import shutil
 import stat
+import tempfile
 
 from pipeline.sandbox import Bind, SandboxLimits
+from pipeline.sandbox.index_proxy import IndexProxy, index_hosts, upstream_proxy
 from pipeline.sandbox.tracers import tracers_bind
 from pipeline.stages.repos.requests import base_env, last_lines, read_json, write_request
+
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def is_package(worktree: str) -> bool:
@@ -44,7 +53,13 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
             "pip_cache": pip_cache,
             "result": os.path.join(env_dir, "install.json"),
         }
+        short = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"  # a socket path: <100 bytes
+        socket_dir = tempfile.mkdtemp(prefix="tracegen-index-", dir=short)
+        os.chmod(socket_dir, 0o755)
+        request["index_socket"] = os.path.join(socket_dir, "index.sock")
         binds = [tracers_bind(), Bind(worktree), Bind(os.path.join(run_dir, "control")), Bind(env_dir, writable=True)]
+        ca_bundle = os.environ.get("PIP_CERT") or CA_BUNDLE  # pip trusts what the host trusts (a proxy's CA)
+        binds += [Bind(socket_dir)] + ([Bind(ca_bundle)] if os.path.isfile(ca_bundle) else [])
         if pip_cache:
             os.makedirs(pip_cache, exist_ok=True)
             binds.append(Bind(pip_cache, writable=True))
@@ -56,17 +71,31 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
             nproc=max(sandbox.limits.nproc, 256),
             file_bytes=max(sandbox.limits.file_bytes, 2 << 30),
         )
-        outcome = sandbox.run(
-            [sandbox.python, "-s", "-B", "-m", "tracers.repo_runner", "install", path],
-            binds=binds,
-            env=base_env(),
-            cwd=request["src"],
-            network=True,
-            limits=limits,
-        )
+        proxy = IndexProxy(request["index_socket"], index_hosts(), upstream_proxy())
+        try:
+            with proxy:
+                outcome = sandbox.run(
+                    [sandbox.python, "-s", "-B", "-m", "tracers.repo_runner", "install", path],
+                    binds=binds,
+                    env=base_env(),
+                    cwd=request["src"],
+                    network=False,
+                    limits=limits,
+                )
+        finally:
+            shutil.rmtree(socket_dir, ignore_errors=True)
         if pip_cache:
             open_up(pip_cache)
         report = read_json(request["result"], 1 << 20)
+    if proxy.refused:  # a row of its own; the install goes on without what was refused
+        fail(
+            "install",
+            "InstallNetworkRefused",
+            f"repository {spec.name!r}: the install tried to reach "
+            f"{', '.join(sorted(set(proxy.refused))[:10])}; only the package index "
+            f"({', '.join(sorted(f'{host}:{port}' for host, port in proxy.allowed))}) is reachable "
+            f"(refused); set TRACEGEN_INDEX_HOSTS if that host serves the index's files",
+        )
     if report is not None and report.get("ok") is True:
         counter.n_out = 1
         return env_dir

@@ -27,10 +27,29 @@ def report_run(stream: ParsedStream, log_tail: str, outcome, spec: RepoSpec, cou
         )
         return
     for violation in stream.violations:
+        if violation["kind"] in PER_RUN:
+            continue
         kind = VIOLATIONS[violation["kind"]]
         test = violation.get("nodeid") or "collection (conftest or module import)"
         fail(
             "trace", kind, f"repository {name}: {test}: {VIOLATION_TEXT[violation['kind']]}: {violation.get('detail')}"
+        )
+    for kind in PER_RUN:  # one row per run, naming every test concerned
+        found = [violation for violation in stream.violations if violation["kind"] == kind]
+        tests = list(dict.fromkeys(violation.get("nodeid") or "collection" for violation in found))
+        if found:
+            fail(
+                "trace",
+                VIOLATIONS[kind],
+                f"repository {name}: {VIOLATION_TEXT[kind]} ({found[0].get('detail')}) in {len(tests)} "
+                f"test(s): {', '.join(tests[:10])}{' ...' if len(tests) > 10 else ''}",
+            )
+    for stopped in stream.interrupted:
+        fail(
+            "trace",
+            stopped["error_type"],
+            f"repository {name}: {stopped['nodeid']} {stopped['cause']}; the tests after it ran in a fresh "
+            f"sandbox, and traces recorded before are kept",
         )
     for error in stream.collect_errors:
         fail(
@@ -109,4 +128,7 @@ VIOLATION_TEXT = {
     "fork_bomb": "forked too many processes (a fork bomb); further forks were refused and its processes killed",
     "timeout": "ran past test_timeout_s and was aborted; its open calls are kept as cut traces",
     "output_flood": "flooded its output and was aborted",
+    "tracer_disabled": "the suite turned the tracer off (sys.settrace); calls after that are not traced",
+    "tracer_patched": "the suite replaced the tracer's entry points; the tracer kept its own and traced anyway",
 }
+PER_RUN = ("tracer_disabled", "tracer_patched")

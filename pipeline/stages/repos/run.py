@@ -1,5 +1,6 @@
 """Run a repository's test suite under the tracer in the sandbox (network off) and parse its stream."""
 
+import json
 import os
 import shutil
 import time
@@ -20,6 +21,12 @@ MAX_LOG_BYTES = 4 << 20
 MAX_FORKS_PER_TEST = 64
 
 MAX_OUTPUT_BYTES = 192 << 20
+
+MAX_RESTARTS = 20  # runs of one suite after the first, each after a test that ended its run
+
+MIN_ATTEMPT_S = 5.0  # a restart needs at least this much of timeout_s left
+
+WATCHDOG_EXIT = 71  # tracers.watchdog.WATCHDOG_EXIT: the runner ended the run after a test overran
 
 
 @dataclass(frozen=True)
@@ -86,57 +93,27 @@ def run_suite(
     untraced: bool = False,
 ) -> SuiteRun:
     """Run the suite in the trace sandbox and parse its stream (`on_test` gets each test as it is
-    parsed); `untraced` runs it the same way without the tracer (the parity run, the benchmark's baseline)."""
+    parsed); `untraced` runs it the same way without the tracer (the parity run, the benchmark's baseline).
+
+    A run that ends inside a test (its watchdog killed it, or the test killed its runner) is run again in a
+    fresh sandbox without the tests already run, up to MAX_RESTARTS times within `timeout_s`: one test
+    never costs the ones after it. Each such test is in the stream's `interrupted` list."""
     with counter.timed():
-        scratch = os.path.join(run_dir, "scratch")
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.makedirs(scratch)
-        request = dict(trace_request(spec, worktree, env_dir, scratch, settings), untraced=untraced)
-        path = write_request(run_dir, "trace.json", request)
-        venv = os.path.join(env_dir, "venv")
-        python_path = [TRACERS_PARENT] + [p for p in (os.path.join(worktree, "src"),) if os.path.isdir(p)] + [worktree]
-        env = dict(
-            base_env(),
-            PYTHONPATH=os.pathsep.join(python_path),
-            PYTHONHASHSEED="0",
-            HOME=os.path.join(scratch, "home"),
-            TMPDIR=os.path.join(scratch, "tmp"),
-            VIRTUAL_ENV=venv,
-            PATH=os.path.join(venv, "bin") + ":/usr/local/bin:/usr/bin:/bin",
-        )
-        limits = SandboxLimits(
-            wall_s=spec.timeout_s,
-            memory_bytes=sandbox.limits.memory_bytes,
-            cpu_s=int(spec.timeout_s) + 1,
-            nproc=sandbox.limits.nproc,
-            file_bytes=MAX_OUTPUT_BYTES + (64 << 20),
-            output_tail_bytes=sandbox.limits.output_tail_bytes,
-        )
-        binds = [
-            tracers_bind(),
-            Bind(worktree),
-            Bind(env_dir),
-            Bind(os.path.join(run_dir, "control")),
-            Bind(scratch, writable=True),
-        ]
+        stream = ParsedStream()
         started = time.monotonic()
-        outcome = sandbox.run(
-            [os.path.join(venv, "bin", "python"), "-s", "-B", "-m", "tracers.repo_runner", "trace", path],
-            binds=binds,
-            env=env,
-            cwd=scratch,
-            network=False,
-            limits=limits,
-        )
+        for attempt in range(MAX_RESTARTS + 1):
+            done = [test.nodeid for test in stream.tests] + [stopped["nodeid"] for stopped in stream.interrupted]
+            wall_s = round(spec.timeout_s - (time.monotonic() - started), 1) if attempt else spec.timeout_s
+            part, log_tail, outcome = run_attempt(
+                spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, done, wall_s
+            )
+            stopped = interrupted(part, outcome)
+            merge(stream, part)
+            left_s = spec.timeout_s - (time.monotonic() - started)
+            if stopped is None or attempt == MAX_RESTARTS or left_s < MIN_ATTEMPT_S:
+                break
+            stream.interrupted.append(stopped)
         run_s = time.monotonic() - started
-        out_dir = os.path.join(scratch, "out")
-        log_tail = read_tail(os.path.join(out_dir, "pytest.log"), 16 << 10)
-        handle = open_sandbox_file(os.path.join(out_dir, "trace.jsonl"))
-        if handle is None:
-            stream = ParsedStream()
-        else:
-            with handle:
-                stream = parse_repo_stream(handle, 10 << 20, on_test, max_bytes=MAX_OUTPUT_BYTES + (1 << 20))
         counter.n_in = len(stream.tests)
         counter.n_out = sum(test.outcome == "passed" for test in stream.tests)
         for test in stream.tests:
@@ -145,6 +122,108 @@ def run_suite(
         counter.events = sum(test.n_events for test in stream.tests)
     counter.seconds -= getattr(on_test, "seconds", 0.0)  # cutting is the cut stage's time
     return SuiteRun(stream, log_tail, outcome, run_s)
+
+
+def run_attempt(spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, deselect, wall_s):
+    """One sandboxed run of the suite without the `deselect` tests, within `wall_s`: (its parsed stream, log
+    tail, outcome)."""
+    scratch = os.path.join(run_dir, "scratch")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    request = dict(trace_request(spec, worktree, env_dir, scratch, settings), untraced=untraced, deselect=deselect)
+    path = write_request(run_dir, "trace.json", request)
+    venv = os.path.join(env_dir, "venv")
+    python_path = [TRACERS_PARENT] + [p for p in (os.path.join(worktree, "src"),) if os.path.isdir(p)] + [worktree]
+    env = dict(
+        base_env(),
+        PYTHONPATH=os.pathsep.join(python_path),
+        PYTHONHASHSEED="0",
+        HOME=os.path.join(scratch, "home"),
+        TMPDIR=os.path.join(scratch, "tmp"),
+        VIRTUAL_ENV=venv,
+        PATH=os.path.join(venv, "bin") + ":/usr/local/bin:/usr/bin:/bin",
+    )
+    limits = SandboxLimits(
+        wall_s=wall_s,
+        memory_bytes=sandbox.limits.memory_bytes,
+        cpu_s=int(wall_s) + 1,
+        nproc=sandbox.limits.nproc,
+        file_bytes=MAX_OUTPUT_BYTES + (64 << 20),
+        output_tail_bytes=sandbox.limits.output_tail_bytes,
+    )
+    binds = [
+        tracers_bind(),
+        Bind(worktree),
+        Bind(env_dir),
+        Bind(os.path.join(run_dir, "control")),
+        Bind(scratch, writable=True),
+    ]
+    outcome = sandbox.run(
+        [os.path.join(venv, "bin", "python"), "-s", "-B", "-m", "tracers.repo_runner", "trace", path],
+        binds=binds,
+        env=env,
+        cwd=scratch,
+        network=False,
+        limits=limits,
+    )
+    out_dir = os.path.join(scratch, "out")
+    log_tail = read_tail(os.path.join(out_dir, "pytest.log"), 16 << 10)
+    handle = open_sandbox_file(os.path.join(out_dir, "trace.jsonl"))
+    if handle is None:
+        return ParsedStream(), log_tail, outcome
+    with handle:
+        part = parse_repo_stream(handle, 10 << 20, on_test, max_bytes=MAX_OUTPUT_BYTES + (1 << 20))
+    return part, log_tail, outcome
+
+
+def interrupted(part: ParsedStream, outcome: SandboxResult) -> dict | None:
+    """{"nodeid", "error_type", "cause"} when the run ended inside a test and the rest is worth a new run
+    (not past the wall clock, not with a malformed stream); else None."""
+    verdict = watchdog_verdict(outcome.stdout_tail) if outcome.returncode == WATCHDOG_EXIT else None
+    running = part.tests[-1].nodeid if part.tests and part.tests[-1].outcome is None else None
+    nodeid = running or (verdict or {}).get("nodeid")
+    if part.error is not None or nodeid is None or (outcome.cause is not None and "wall-clock" in outcome.cause):
+        return None
+    if verdict is not None:
+        cause = (
+            f"ran past its budget of {verdict['budget_s']:g}s (test_timeout_s plus the abort grace) and the "
+            f"watchdog inside pytest did not stop it (the suite may have disabled it); the runner's "
+            f"watchdog ended the run"
+        )
+        return {"nodeid": nodeid, "error_type": "TestHung", "cause": cause}
+    if part.end is not None and part.end.get("exitstatus") is None:
+        return {"nodeid": nodeid, "error_type": "TestHung", "cause": str(part.end.get("reason"))[:500]}
+    cause = f"the run ended while it was running ({outcome.describe()}): the test killed its runner or pytest"
+    return {"nodeid": nodeid, "error_type": "RunInterrupted", "cause": cause}
+
+
+def watchdog_verdict(stdout: bytes) -> dict | None:
+    """The supervisor's verdict line (tracers/watchdog.py), checked; None when there is none."""
+    for line in reversed(stdout.splitlines()[-5:]):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(value, dict)
+            and value.get("watchdog") == "timeout"
+            and type(value.get("budget_s")) is float
+            and isinstance(value.get("nodeid"), str)
+            and len(value["nodeid"]) <= 1000
+        ):
+            return value
+    return None
+
+
+def merge(stream: ParsedStream, part: ParsedStream) -> None:
+    """Add one run's stream to the suite's: tests and violations append, collection errors once each."""
+    stream.header = stream.header or part.header
+    stream.tests += part.tests
+    stream.violations += part.violations
+    seen = {(error.get("nodeid"), error.get("message")) for error in stream.collect_errors}
+    stream.collect_errors += [e for e in part.collect_errors if (e.get("nodeid"), e.get("message")) not in seen]
+    stream.end = part.end
+    stream.error = stream.error or part.error
 
 
 def read_tail(path: str, limit: int) -> str:

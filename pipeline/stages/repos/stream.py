@@ -21,6 +21,8 @@ VIOLATIONS = {
     "fork_bomb": "ForkBomb",
     "timeout": "TestTimeout",
     "output_flood": "OutputFlood",
+    "tracer_disabled": "TracerDisabled",
+    "tracer_patched": "TracerTampered",
 }
 
 
@@ -42,6 +44,7 @@ class ParsedStream:
     violations: list[dict] = field(default_factory=list)
     end: dict | None = None
     error: str | None = None  # why parsing stopped early (the rest of the stream is not trusted)
+    interrupted: list[dict] = field(default_factory=list)  # tests that ended their run (run.py restarts)
 
 
 def _opt_str(value, limit: int = 100_000) -> bool:
@@ -174,6 +177,7 @@ def _entry(value: dict, events: list[dict], number: int) -> dict:
     require(n >= 1 and start + n <= end <= len(events), f"{where}: range {start}+{n}..{end} outside the test")
     require(value.get("exit") in EXITS and type(value.get("truncated")) is bool, f"{where}: bad exit")
     require(_opt_str(value.get("reason"), 200), f"{where}: bad reason")
+    require(_int(value.get("capped", 0)), f"{where}: bad capped")
     require(not value["truncated"] or value["exit"] == "never", f"{where}: truncated but exit is not never")
     require(value["truncated"] or start + n == end, f"{where}: complete but its range is cut")
     path = value.get("path")

@@ -1,10 +1,10 @@
 """Stage: trace one repository@commit's test suite and cut function-level `traces` rows out of it.
 
-clone (GitPython cache) → install (sandbox, network on: a fresh venv in a writable dir, worktree
-read-only) → parity (the suite once untraced, in the same sandbox: each test's outcome) → trace (sandbox,
-network off: worktree and venv read-only, a fresh writable scratch dir; `tracers.repo_runner trace` runs
-pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry,
-identical traces stored once; a trace whose test ended otherwise untraced is `perturbed`).
+clone (GitPython cache) → install (sandbox, no network but the package index through the host's index proxy: a
+fresh venv in a writable dir, worktree read-only) → parity (the suite once untraced, in the same sandbox: each
+test's outcome) → trace (sandbox, network off: worktree and venv read-only, a fresh writable scratch dir;
+`tracers.repo_runner trace` runs pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the stream,
+one row per entry, identical traces stored once; a trace whose test ended otherwise untraced is `perturbed`).
 
 Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname`, `test_id` = the pytest node id
 of the test whose setup, call or teardown made the call, `code` = the entry function's source text
