@@ -397,6 +397,7 @@ def main(argv):
     request_path, out_dir = argv
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
+    isolation.await_sealed_streams()  # first: /proc/self/fd is read before the runner turns non-dumpable
     isolation.untraceable()
     isolation.become_subreaper()
     runner = _Runner(request, out_dir, ResultStream(1))

@@ -12,6 +12,7 @@ import ctypes
 import os
 import signal
 import stat
+import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -36,6 +37,26 @@ def untraceable():
 def become_subreaper():
     """Orphans of any descendant are re-parented to this process instead of the sandbox's init."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+SEAL_STREAMS_ENV = "TRACEGEN_SEAL_STREAMS"  # set where the streams are files a record could open by path
+SEAL_WAIT_S = 30.0
+
+
+def await_sealed_streams():
+    """Where the backend says so (docker: stdout and stderr are files in a directory bound into the
+    container), tell the host the streams are open — one line on stderr — and wait until it has made them
+    unwritable by path (owner root, mode 0600): the descriptors this process holds keep working, but no
+    record can open the files to forge the frames of the records after it."""
+    if os.environ.pop(SEAL_STREAMS_ENV, None) != "1":
+        return
+    os.write(2, b"tracegen runner: streams open\n")
+    paths = [os.readlink("/proc/self/fd/%d" % fd) for fd in (1, 2)]
+    deadline = time.monotonic() + SEAL_WAIT_S
+    while any(os.access(path, os.W_OK) for path in paths):
+        if time.monotonic() > deadline:
+            raise SystemExit("tracegen runner: the host did not seal the output streams within %gs" % SEAL_WAIT_S)
+        time.sleep(0.002)
 
 
 def die_with_parent():

@@ -75,6 +75,9 @@ class Sandbox(ABC):
     name = "abstract"
     # The directory each command may write, private to it and on a size-capped filesystem; None: no such place.
     scratch: ClassVar[str | None] = None
+    # The command's stdout/stderr are files it could open by path until the backend seals them (docker: after
+    # its first stderr write); a command told so (TRACEGEN_SEAL_STREAMS) waits for that before running others' code.
+    seals_streams: ClassVar[bool] = False
 
     @property
     def python(self) -> str:

@@ -16,7 +16,11 @@ pip trusts what the host trusts (e.g. an egress proxy's CA); Debian's pip reads 
 
 stdout and stderr go to two files in a private host directory bound into the container, under the file size
 rlimit, so printing without end costs at most `file_bytes` of disk per stream and no engine log; the backend
-keeps their tails. Containers carry the label `org.tracegen.sandbox`, so a crashed host process leaves
+keeps their tails. Once the command has written to stderr, both files become root's with mode 0600: what the
+command opened keeps writing, but nothing else in the container can open them by path (the function runner,
+told by TRACEGEN_SEAL_STREAMS, waits for this before any record runs, so a record cannot forge the frames
+of the records after it).
+Containers carry the label `org.tracegen.sandbox`, so a crashed host process leaves
 nothing that `docker container prune --filter label=org.tracegen.sandbox` cannot find.
 
 Go: when the image carries no Go toolchain (Dockerfile GO_IMAGE unset) and the host has one at `goroot`
@@ -28,6 +32,7 @@ import shlex
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -63,6 +68,7 @@ class DockerSandbox(Sandbox):
     tmp_bytes: int = 512 << 20
     name = "docker"
     scratch = "/tmp"
+    seals_streams = True
 
     def __post_init__(self):
         if self.cpus <= 0 or self.tmp_bytes <= 0:
@@ -122,7 +128,7 @@ class DockerSandbox(Sandbox):
                         os.chown(path, self.uid, self.uid)
                 container = self._create(argv, binds, dict(env or {}), cwd, network, limits, io_dir)
                 try:
-                    returncode, cause, wall_s, oom = self._start_and_wait(container, limits)
+                    returncode, cause, wall_s, oom = self._start_and_wait(container, limits, (out, err))
                 finally:
                     self._remove(container)
                 cause = cause or _cause(returncode, oom, limits, out, err)
@@ -217,15 +223,19 @@ class DockerSandbox(Sandbox):
         except docker.errors.DockerException as error:
             raise RuntimeError(f"sandbox 'docker': the engine refused to create the container: {error}") from error
 
-    def _start_and_wait(self, container, limits: SandboxLimits) -> tuple[int, str | None, float, bool]:
-        """Start, wait up to the wall clock, kill past it; returns (exit status, cause, seconds, OOM killed)."""
+    def _start_and_wait(self, container, limits: SandboxLimits, streams) -> tuple[int, str | None, float, bool]:
+        """Start, wait up to the wall clock, kill past it; returns (exit status, cause, seconds, OOM killed).
+        Meanwhile the streams are sealed as soon as the command has written to stderr (`seal_streams`)."""
         import docker.errors
         import requests.exceptions
 
         cause = None
+        ended = threading.Event()
+        sealer = threading.Thread(target=seal_streams, args=(streams, ended), daemon=True)
         try:
             start = time.monotonic()
             container.start()
+            sealer.start()
             try:
                 status = container.wait(timeout=limits.wall_s)
             except requests.exceptions.RequestException:
@@ -239,6 +249,10 @@ class DockerSandbox(Sandbox):
             container.reload()
         except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
             raise RuntimeError(f"sandbox 'docker': the engine failed while running the container: {error}") from error
+        finally:
+            ended.set()
+            if sealer.is_alive():
+                sealer.join()
         state = container.attrs.get("State", {})
         return int(status.get("StatusCode", -1)), cause, wall_s, bool(state.get("OOMKilled"))
 
@@ -271,6 +285,19 @@ def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs) -> str |
         except ValueError:
             return f"killed by signal {number}"
     return None
+
+
+def seal_streams(streams, ended: threading.Event, poll_s: float = 0.002) -> None:
+    """Once the command has written to stderr (the function runner's first line, under TRACEGEN_SEAL_STREAMS),
+    make both stream files root's, mode 0600: the descriptors the command opened keep writing, but nothing in
+    the container can open them by path any more (tracers/isolation.py `await_sealed_streams` waits for it)."""
+    out, err = streams
+    while not ended.is_set() and os.fstat(err.fileno()).st_size == 0:
+        time.sleep(poll_s)
+    for handle in streams:
+        if os.geteuid() == 0:
+            os.fchown(handle.fileno(), 0, 0)
+        os.fchmod(handle.fileno(), 0o600)
 
 
 def _tail(handle, limit: int) -> bytes:

@@ -31,6 +31,7 @@ from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runnerstream import parse_runner_stream
 from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
+from tracers.isolation import SEAL_STREAMS_ENV
 
 REPR_MODES = ("structural", "user")
 CHUNK_MARGIN_S = 10.0  # sandbox start and teardown, on top of the records' own timeouts
@@ -304,6 +305,7 @@ def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: Trac
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "HOME": work,
                 "TMPDIR": work,
+                **({SEAL_STREAMS_ENV: "1"} if sandbox.seals_streams else {}),
             },
             cwd=work,
             limits=limits,

@@ -1,0 +1,55 @@
+"""Issue 10 item 2 under docker: the runner's stdout is a file bound into the container, and once the runner
+has started nothing in the container can open it by path, so a record cannot forge the frames (the traces)
+of the records after it. Each hostile record is followed by ordinary ones, which must come out exactly as
+traced in process."""
+
+import os
+
+import pytest
+from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile, trace_chunk
+
+# Finds the stream files through the mount table and tries to append forged frames to them.
+FORGE = """
+def f():
+    tried = []
+    for line in open('/proc/self/mountinfo'):
+        mount = line.split()[4]
+        if 'tracegen-io-' not in mount:
+            continue
+        for name in ('stdout', 'stderr'):
+            for mode in ('ab', 'r+b', 'wb'):
+                try:
+                    with open(os.path.join(mount, name), mode) as handle:
+                        handle.write(b'done 000009 0\\n')
+                    tried.append('wrote ' + name)
+                except OSError as error:
+                    tried.append(type(error).__name__)
+        try:
+            os.chmod(os.path.join(mount, 'stdout'), 0o666)
+            tried.append('chmod')
+        except OSError as error:
+            tried.append(type(error).__name__)
+    return tried
+"""
+
+
+@pytest.fixture(scope="module")
+def docker_engine():
+    from pipeline.sandbox.image import connect
+
+    try:
+        connect(timeout=10)
+    except RuntimeError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no Docker engine: {error}")
+        pytest.skip(str(error))
+
+
+def test_no_record_can_open_the_runner_s_stream_files_under_docker(docker_engine):
+    records = beside_ordinary([hostile("stream_forger", FORGE)])
+    rows, failures = trace_chunk(records, "docker")
+    assert not failures
+    tried = rows["stream_forger"]["events"][-1]["arg"]
+    assert "PermissionError" in tried and "wrote" not in tried and "'chmod'" not in tried, tried
+    assert tried.count("PermissionError") == 7  # 2 files x 3 modes, and the chmod
+    assert_ordinary_untouched(records, rows)
