@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 import repo_fixtures as fixtures
+from docker_helpers import require_docker_engine
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.repos import ReposConfig, ReposKind
@@ -252,14 +253,7 @@ def test_stats_count_each_stage(job):
 # -- both backends, same trace ids --------------------------------------------------------------------------
 def _sandbox(backend: str):
     if backend == "docker":
-        from pipeline.sandbox.image import connect
-
-        try:
-            connect(timeout=10)
-        except RuntimeError as error:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"CI=true and no Docker engine: {error}")
-            pytest.skip(str(error))
+        require_docker_engine()
     return make_sandbox(backend)
 
 

@@ -3,9 +3,7 @@ has started nothing in the container can open it by path, so a record cannot for
 of the records after it. Each hostile record is followed by ordinary ones, which must come out exactly as
 traced in process."""
 
-import os
-
-import pytest
+from docker_helpers import require_docker_engine
 from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile, trace_chunk
 
 # Finds the stream files through the mount table and tries to append forged frames to them.
@@ -33,19 +31,8 @@ def f():
 """
 
 
-@pytest.fixture(scope="module")
-def docker_engine():
-    from pipeline.sandbox.image import connect
-
-    try:
-        connect(timeout=10)
-    except RuntimeError as error:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and no Docker engine: {error}")
-        pytest.skip(str(error))
-
-
-def test_no_record_can_open_the_runner_s_stream_files_under_docker(docker_engine):
+def test_no_record_can_open_the_runner_s_stream_files_under_docker():
+    require_docker_engine()
     records = beside_ordinary([hostile("stream_forger", FORGE)])
     rows, failures = trace_chunk(records, "docker")
     assert not failures
