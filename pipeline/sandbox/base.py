@@ -1,9 +1,10 @@
 """The sandbox interface: run one command under isolation and resource limits, report how it ended.
 
-Every backend takes the same request (argv, read-only and writable binds, environment, network or
-not, limits) and returns a `SandboxResult`. Paths are the same inside and outside the sandbox, so a caller never
-translates them. Bulky results go to files in a writable bind; stdout/stderr are diagnostics whose tail
-is kept. The wall-clock limit is enforced from the parent by killing the whole process group.
+Every backend takes the same request (argv, read-only and writable binds, environment, limits; never a
+network: installs reach the package index through the host's index proxy) and returns a `SandboxResult`.
+Paths are the same inside and outside the sandbox, so a caller never translates them. Bulky results go to
+files in a writable bind; stdout/stderr are diagnostics whose tail is kept. The wall-clock limit is enforced
+from the parent by killing the whole process group.
 """
 
 import os
@@ -92,7 +93,6 @@ class Sandbox(ABC):
         binds: Sequence[Bind] = (),
         env: dict[str, str] | None = None,
         cwd: str = "/",
-        network: bool = False,
         limits: SandboxLimits | None = None,
     ) -> SandboxResult:
         """Run argv to completion or to the wall-clock limit; never raises for what the command does."""
@@ -107,7 +107,7 @@ class CommandSandbox(Sandbox):
 
     @abstractmethod
     def command(
-        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, network: bool, limits: SandboxLimits
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits
     ) -> list[str]:
         """The full host command line that runs argv inside this sandbox."""
 
@@ -125,13 +125,12 @@ class CommandSandbox(Sandbox):
         binds: Sequence[Bind] = (),
         env: dict[str, str] | None = None,
         cwd: str = "/",
-        network: bool = False,
         limits: SandboxLimits | None = None,
     ) -> SandboxResult:
         limits = limits or self.limits
         binds = list(binds)
         self.prepare(binds)
-        command = rlimit_prefix(limits) + self.command(list(argv), binds, dict(env or {}), cwd, network, limits)
+        command = rlimit_prefix(limits) + self.command(list(argv), binds, dict(env or {}), cwd, limits)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
             process = subprocess.Popen(

@@ -1,6 +1,6 @@
 """The `bwrap` backend (bubblewrap), the local default.
 
-New pid/ipc/uts/net (unless network is asked for) namespaces, a read-only view of the system
+New pid/ipc/uts/net namespaces, a read-only view of the system
 directories, a private /tmp (a tmpfs of `file_bytes`: the command's size-capped scratch), only the given
 binds, a cleared environment, and, when run as root, a real unprivileged uid for the command (setpriv),
 because RLIMIT_NPROC does not bind root: that uid is what makes the process limit stop a fork bomb.
@@ -109,7 +109,7 @@ class BwrapSandbox(CommandSandbox):
                     os.chmod(bind.path, 0o711)  # bwrap enters it before setpriv, without DAC capabilities
 
     def command(
-        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, network: bool, limits: SandboxLimits
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits
     ) -> list[str]:
         command = [
             "bwrap",
@@ -122,9 +122,8 @@ class BwrapSandbox(CommandSandbox):
             "--hostname",
             "sandbox",
             "--clearenv",
+            "--unshare-net",
         ]
-        if not network:
-            command.append("--unshare-net")
         for path in SYSTEM_DIRS + tuple(interpreter_binds()):
             if os.path.isdir(path):
                 command += traversable_parents(path) + ["--ro-bind", path, path]

@@ -3,16 +3,11 @@
 Each container: the sandbox image (pipeline/sandbox/image.py), a read-only root, a private /tmp (tmpfs), the
 caller's binds at their own paths (only those asked writable are), a non-root per-worker uid, every capability
 dropped, no-new-privileges, Docker's default seccomp profile, memory (no swap), pids and CPU limits in its
-cgroup, rlimits for file size, CPU time and open files, and no network unless asked for (then
-`install_network`; the install step does not ask: it reaches the index through the host's index proxy). A tiny
+cgroup, rlimits for file size, CPU time and open files, and no network (the install step reaches the index
+through the host's index proxy, pipeline/sandbox/index_proxy.py). A tiny
 init (Docker's, `init=True`) is PID 1, so signals and exit statuses behave as they do outside. The wall clock
 is enforced from here: past it the container is killed. The container is always removed. The environment is
 exactly PATH, HOME=/tmp and what the caller gives.
-
-The default bridge reaches the host's non-loopback addresses and private networks: where that matters (a Ray
-cluster listens on them), point `install_network` at a network whose traffic to the host and to private
-ranges the firewall drops. With the network on, the host's CA bundle (`ca_bundle`) replaces the image's, so
-pip trusts what the host trusts (e.g. an egress proxy's CA); Debian's pip reads that file.
 
 stdout and stderr go to two files in a private host directory bound into the container, under the file size
 rlimit, so printing without end costs at most `file_bytes` of disk per stream and no engine log; the backend
@@ -53,17 +48,14 @@ class DockerSandbox(Sandbox):
     """Runs commands in containers of the sandbox image.
 
     image: use this image as it is (a prebuilt tag, e.g. pushed for a cluster); None builds the Dockerfile
-    on `base_image` (with Go from `go_image`, if given) and uses the result. `install_network` is the Docker
-    network of commands run with network=True. Defaults come from the environment: TRACEGEN_SANDBOX_IMAGE,
-    TRACEGEN_BASE_IMAGE, TRACEGEN_GO_IMAGE, TRACEGEN_INSTALL_NETWORK.
+    on `base_image` (with Go from `go_image`, if given) and uses the result. Defaults come from the
+    environment: TRACEGEN_SANDBOX_IMAGE, TRACEGEN_BASE_IMAGE, TRACEGEN_GO_IMAGE.
     """
 
     image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_SANDBOX_IMAGE") or None)
     base_image: str = field(default_factory=lambda: os.environ.get("TRACEGEN_BASE_IMAGE", DEFAULT_BASE_IMAGE))
     go_image: str | None = field(default_factory=lambda: os.environ.get("TRACEGEN_GO_IMAGE") or None)
-    install_network: str = field(default_factory=lambda: os.environ.get("TRACEGEN_INSTALL_NETWORK", "bridge"))
     goroot: str | None = "/usr/local/go"
-    ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"
     cpus: float = 1.0
     tmp_bytes: int = 512 << 20
     name = "docker"
@@ -106,7 +98,6 @@ class DockerSandbox(Sandbox):
         binds: Sequence[Bind] = (),
         env: dict[str, str] | None = None,
         cwd: str = "/",
-        network: bool = False,
         limits: SandboxLimits | None = None,
     ) -> SandboxResult:
         limits = limits or self.limits
@@ -126,7 +117,7 @@ class DockerSandbox(Sandbox):
                 if os.geteuid() == 0:
                     for path in [out.name, err.name] + [bind.path for bind in binds if bind.writable]:
                         os.chown(path, self.uid, self.uid)
-                container = self._create(argv, binds, dict(env or {}), cwd, network, limits, io_dir)
+                container = self._create(argv, binds, dict(env or {}), cwd, limits, io_dir)
                 try:
                     returncode, cause, wall_s, oom = self._start_and_wait(container, limits, (out, err))
                 finally:
@@ -148,7 +139,6 @@ class DockerSandbox(Sandbox):
         binds: list[Bind],
         env: dict[str, str],
         cwd: str,
-        network: bool,
         limits: SandboxLimits,
         io_dir: str,
     ) -> dict:
@@ -159,8 +149,6 @@ class DockerSandbox(Sandbox):
         given = {os.path.normpath(bind.path) for bind in binds}  # a caller's bind wins over these defaults
         if self.goroot and not self.image_has_go and os.path.isdir(self.goroot) and self.goroot not in given:
             mounts.append(Mount(self.goroot, self.goroot, type="bind", read_only=True))
-        if network and self.ca_bundle and os.path.isfile(self.ca_bundle) and self.ca_bundle not in given:
-            mounts.append(Mount(self.ca_bundle, self.ca_bundle, type="bind", read_only=True))
         mounts += [Mount(bind.path, bind.path, type="bind", read_only=not bind.writable) for bind in binds]
         environment = {"PATH": DEFAULT_PATH, "HOME": "/tmp", **env}
         for key in environment:
@@ -192,7 +180,7 @@ class DockerSandbox(Sandbox):
             detach=True,
             stdin_open=False,
             tty=False,
-            network_mode=self.install_network if network else "none",
+            network_mode="none",
             read_only=True,
             mounts=mounts,
             tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={min(self.tmp_bytes, memory)},mode=1777"},
@@ -214,10 +202,10 @@ class DockerSandbox(Sandbox):
             log_config={"type": "none", "config": {}},
         )
 
-    def _create(self, argv, binds, env, cwd, network, limits, io_dir):
+    def _create(self, argv, binds, env, cwd, limits, io_dir):
         import docker.errors
 
-        kwargs = self.create_kwargs(list(argv), binds, env, cwd, network, limits, io_dir)
+        kwargs = self.create_kwargs(list(argv), binds, env, cwd, limits, io_dir)
         try:
             return self.client.containers.create(**kwargs)
         except docker.errors.DockerException as error:

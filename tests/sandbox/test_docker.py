@@ -1,5 +1,5 @@
-"""What only the docker backend has: the container's real configuration as the engine sees it, the image, the
-install network; the behaviours every backend shares are in test_backends.py."""
+"""What only the docker backend has: the container's real configuration as the engine sees it (no network, ever),
+the image; the behaviours every backend shares are in test_backends.py."""
 
 import dataclasses
 import os
@@ -8,7 +8,6 @@ import time
 import uuid
 
 import pytest
-from sandbox_helpers import CONNECT
 
 from pipeline.sandbox import Bind
 from pipeline.sandbox.docker import LABEL
@@ -22,13 +21,11 @@ def python(sandbox, code: str, **kwargs):
     return sandbox.run([sandbox.python, "-c", code], **kwargs)
 
 
-def inspect_while_running(sandbox, client, *, network: bool) -> tuple[dict, object]:
+def inspect_while_running(sandbox, client) -> tuple[dict, object]:
     """Run `sleep` in the sandbox, inspect its container through the API, kill it; (inspect, result)."""
     token = uuid.uuid4().hex
     outcome = {}
-    thread = threading.Thread(
-        target=lambda: outcome.update(result=sandbox.run(["/bin/sh", "-c", "sleep 30", token], network=network))
-    )
+    thread = threading.Thread(target=lambda: outcome.update(result=sandbox.run(["/bin/sh", "-c", "sleep 30", token])))
     thread.start()
     attrs = None
     deadline = time.monotonic() + 15
@@ -46,11 +43,10 @@ def inspect_while_running(sandbox, client, *, network: bool) -> tuple[dict, obje
     return attrs, outcome["result"]
 
 
-@pytest.mark.parametrize("network", [False, True], ids=["trace", "install"])
-def test_container_configuration_seen_by_the_engine(docker_sandbox, docker_client, network):
-    attrs, result = inspect_while_running(docker_sandbox, docker_client, network=network)
+def test_container_configuration_seen_by_the_engine(docker_sandbox, docker_client):
+    attrs, result = inspect_while_running(docker_sandbox, docker_client)
     host, config = attrs["HostConfig"], attrs["Config"]
-    assert host["NetworkMode"] == (docker_sandbox.install_network if network else "none")
+    assert host["NetworkMode"] == "none"
     assert host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
     assert host["Privileged"] is False
@@ -65,8 +61,6 @@ def test_container_configuration_seen_by_the_engine(docker_sandbox, docker_clien
     user = config["User"].split(":")[0]
     assert user not in ("", "0", "root")
     assert all(m["RW"] is False for m in attrs["Mounts"] if m["Destination"] == "/usr/local/go")
-    ca = [m for m in attrs["Mounts"] if m["Destination"] == docker_sandbox.ca_bundle]
-    assert len(ca) == (network and os.path.isfile(docker_sandbox.ca_bundle)) and all(not m["RW"] for m in ca)
     assert result.returncode == 137 and result.cause == "killed by signal SIGKILL"
 
 
@@ -94,19 +88,9 @@ def test_tmp_is_sized_by_the_tmpfs_limit(docker_sandbox):
     assert 0 < int(result.stdout_tail) <= min(docker_sandbox.tmp_bytes, docker_sandbox.limits.memory_bytes)
 
 
-def test_host_loopback_is_unreachable_from_the_install_network(docker_sandbox, host_listener):
-    """With the network on (the install step) the host's loopback stays out of reach (without it, see
-    test_backends.py)."""
-    result = docker_sandbox.run([docker_sandbox.python, "-c", CONNECT, str(host_listener), "127.0.0.1"], network=True)
-    assert result.ok, result.describe()
-    assert result.stdout_tail.split() == [b"127.0.0.1", b"ConnectionRefusedError"]
-
-
 def test_no_network_has_no_interface_but_loopback(docker_sandbox):
     result = docker_sandbox.run(["/bin/ls", "/sys/class/net"])
     assert result.stdout_tail.split() == [b"lo"]
-    bridge = docker_sandbox.run(["/bin/ls", "/sys/class/net"], network=True)
-    assert b"eth0" in bridge.stdout_tail.split()
 
 
 @pytest.mark.skipif(not os.path.isdir("/usr/local/go"), reason="no Go toolchain at /usr/local/go on this host")
@@ -133,7 +117,6 @@ def test_install_step_makes_a_venv_in_a_writable_bind(docker_sandbox, tmp_path):
     result = docker_sandbox.run(
         [docker_sandbox.python, "-m", "venv", str(venv)],
         binds=[Bind(str(tmp_path), True)],
-        network=True,
         limits=limits(docker_sandbox, wall_s=60),
     )
     assert result.ok, result.describe()

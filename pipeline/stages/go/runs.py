@@ -335,7 +335,7 @@ def _run_harness(program, settings, sandbox, tools, base, scratch):
         binds.append(Bind(tools.toolchain.goroot))
     limits = settings.limits()
     outcome = sandbox.run(
-        argv, binds=binds, env=go_build.go_env(tools.toolchain, gocache, tmp), cwd=work, network=False, limits=limits
+        argv, binds=binds, env=go_build.go_env(tools.toolchain, gocache, tmp), cwd=work, limits=limits
     )
     finished = outcome.cause is None and outcome.returncode == 0
     if len(outcome.stdout_tail) >= limits.output_tail_bytes:

@@ -79,7 +79,6 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
                     binds=binds,
                     env=base_env(),
                     cwd=request["src"],
-                    network=False,
                     limits=limits,
                 )
         finally:

@@ -163,7 +163,6 @@ def run_attempt(spec, worktree, env_dir, run_dir, sandbox, settings, on_test, un
         binds=binds,
         env=env,
         cwd=scratch,
-        network=False,
         limits=limits,
     )
     out_dir = os.path.join(scratch, "out")
