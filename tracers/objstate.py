@@ -195,3 +195,13 @@ class Layouts:
             self._entries.clear()
         entry = self._entries[id(kind)] = Layout(kind)
         return entry
+
+
+def str_keys(mapping, wanted):
+    """The values of the exact-str keys `wanted` of a dict, found by scanning (a lookup would hash and compare
+    the mapping's own keys, which may be hostile)."""
+    found = {}
+    for key, value in _dict_items(mapping):
+        if type(key) is str and key in wanted:
+            found[key] = value
+    return found

@@ -26,6 +26,7 @@ import types
 from itertools import islice
 
 from tracers import objstate
+from tracers.stdlib_reprs import STDLIB_RENDERERS
 
 MODES = ("structural", "user")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
@@ -470,11 +471,13 @@ class SafeRepr:
 
     def _module(self, obj, kind, depth, seen):
         """ModuleType's repr (importlib's `_module_repr`), from the module's dict and its spec's state."""
-        found = _str_keys(_module_dict(obj), ("__name__", "__spec__", "__file__"))
+        found = objstate.str_keys(_module_dict(obj), ("__name__", "__spec__", "__file__"))
         name = objstate.text(found.get("__name__"))
         spec = found.get("__spec__")
         if type(spec) is _ModuleSpec:
-            state = _str_keys(self._layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("name", "origin", "loader"))
+            state = objstate.str_keys(
+                self._layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("name", "origin", "loader")
+            )
             name = objstate.text(state.get("name"), name)
             origin, loader = state.get("origin"), state.get("loader")
             if origin is None:
@@ -500,7 +503,7 @@ class SafeRepr:
         if issubclass(type(kind), enum.EnumMeta):
             return self._enum(obj, kind, depth, seen)
         layout = self._layouts.of(kind)
-        special = _STDLIB.get(layout.key) if objstate.is_heap(kind) else None
+        special = STDLIB_RENDERERS.get(layout.key) if objstate.is_heap(kind) else None
         text = special(self, layout, obj, depth, seen) if special is not None else None
         if text is not None:
             return text
@@ -554,7 +557,7 @@ class SafeRepr:
     def _enum(self, obj, kind, depth, seen):
         """`<Color.RED: 1>` (Enum's own repr) from the member's `_name_` and `_value_`."""
         layout = self._layouts.of(kind)
-        state = _str_keys(layout.instance_dict(obj) or {}, ("_name_", "_value_"))
+        state = objstate.str_keys(layout.instance_dict(obj) or {}, ("_name_", "_value_"))
         member = objstate.text(state.get("_name_"), "")
         name = objstate.name(kind) + ("." + member if member else "")
         return "<%s: %s>" % (name, self._repr(state.get("_value_"), depth + 1, seen))
@@ -589,76 +592,6 @@ def _field_name(key, renderer, depth, seen):
     return "[%s]" % renderer._repr(key, depth + 1, seen)
 
 
-def _str_keys(mapping, wanted):
-    """The values of the exact-str keys `wanted`, found by scanning (a lookup would hash and compare the
-    mapping's own keys, which may be hostile)."""
-    found = {}
-    for key, value in dict.items(mapping):
-        if type(key) is str and key in wanted:
-            found[key] = value
-    return found
-
-
 def _has_location(spec, layouts):
-    state = _str_keys(layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("_set_fileattr",))
+    state = objstate.str_keys(layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("_set_fileattr",))
     return state.get("_set_fileattr") is True
-
-
-# Pure-Python standard library classes common in test code, shown in their own repr's format from their
-# slots (their `__repr__` is never called: a subclass or a monkeypatch could make it run user code).
-def _path(renderer, layout, obj, depth, seen):
-    state = layout.slot_values(obj, ("_drv", "_root", "_parts"))
-    drv, root, parts = state.get("_drv"), state.get("_root"), state.get("_parts")
-    if type(drv) is not str or type(root) is not str or type(parts) is not list:
-        return None
-    if not all(type(part) is str for part in parts):
-        return None
-    text = drv + root + "/".join(parts[1:] if drv or root else parts)
-    return "%s(%r)" % (layout.key[1], (text or ".").replace("\\", "/"))
-
-
-def _fraction(renderer, layout, obj, depth, seen):
-    state = layout.slot_values(obj, ("_numerator", "_denominator"))
-    numerator, denominator = state.get("_numerator"), state.get("_denominator")
-    if type(numerator) is not int or type(denominator) is not int:
-        return None
-    return "Fraction(%d, %d)" % (numerator, denominator)
-
-
-def _uuid(renderer, layout, obj, depth, seen):
-    value = layout.slot_values(obj, ("int",)).get("int")
-    if type(value) is not int or not 0 <= value < 1 << 128:
-        return None
-    text = "%032x" % value
-    return "UUID('%s-%s-%s-%s-%s')" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
-
-
-def _counter(renderer, layout, obj, depth, seen):
-    """Counter's repr: most common first (a stable sort by count), when every count is a plain number."""
-    items = list(dict.items(obj))
-    if not all(id(type(count)) in _NUMBERS for _, count in items):
-        return None
-    if not items:
-        return layout.key[1] + "()"
-    if id(obj) in seen:
-        return layout.key[1] + "(...)"
-    if depth >= renderer.limits.max_depth:
-        return renderer._deep(layout.key[1] + "(\u2026)")
-    items.sort(key=lambda item: item[1], reverse=True)
-    seen.add(id(obj))
-    try:
-        return "%s({%s})" % (layout.key[1], renderer._pairs(items, len(items), depth, seen))
-    finally:
-        seen.discard(id(obj))
-
-
-_NUMBERS = frozenset(map(id, (int, float)))
-_STDLIB = {
-    ("collections", "Counter"): _counter,
-    ("pathlib", "PurePosixPath"): _path,
-    ("pathlib", "PosixPath"): _path,
-    ("pathlib", "PureWindowsPath"): _path,
-    ("pathlib", "WindowsPath"): _path,
-    ("fractions", "Fraction"): _fraction,
-    ("uuid", "UUID"): _uuid,
-}
