@@ -1,31 +1,35 @@
-"""Sandbox entry point for function records: `python -m tracers.function_runner REQUEST OUTDIR`.
+"""Sandbox entry point for function records: `python -m tracers.function_runner OUTDIR`, a warm runner fed
+one record at a time over its stdin (protocol: tracers/runner_protocol.py).
 
-REQUEST is a JSON file `{"records": [{"id", "code", "input", "entry"}], "budgets": {...}, "limits": {...},
-"record_timeout_s": float, "check_parity": bool}`. OUTDIR's parent is the records' writable scratch (their
-cwd, HOME and TMPDIR; in bwrap and docker the sandbox's size-capped private /tmp), emptied before each
-record; OUTDIR is made afresh in it for each record, and holds the files the runner creates for it. Each
-record runs in its own forked child, which writes `OUTDIR/NNNNNN.trace` as JSON lines: a header object,
-event arrays, and an end object. What comes out is the result stream on stdout
-(tracers/result_stream.py), never a file a record could reach.
+It reads its settings (`config`: budgets, repr limits, `record_timeout_s`, `check_parity`,
+`private_scratch`), traces a fixed warm-up function itself (so what the tracer builds on first use exists
+before any fork), then serves `record` commands until its stdin closes. OUTDIR's parent is the records'
+writable scratch (their cwd, HOME and TMPDIR; in bwrap and docker the sandbox's size-capped private /tmp);
+for each record the runner makes OUTDIR afresh and creates the record's files in it itself: `NNNNNN.out`
+(its stdout and stderr) and `NNNNNN.trace`, which the record's forked child writes as JSON lines: a header
+object, event arrays, and an end object.
 
-Records share the sandbox's uid; what keeps them apart is the runner (tracers/isolation.py), chosen over a
-uid per record because it holds on every backend, with or without root: the runner is not dumpable and a
-child subreaper; before a record starts it empties the scratch, creates the record's files itself, sends
-`start N`; the child drops every descriptor but its own files and makes itself non-dumpable before the
-record's code runs; the runner waits up to `record_timeout_s` (or until the scratch is full), SIGKILLs every
-process the record left behind, reads the trace through its own descriptor and sends it, then `done N`. So
-no record can change what was sent for an earlier one, and no process of it survives into the next; a
-record can still kill or stop the runner, but the host then blames the record in flight (`start` without
-`done`) and runs the rest again. When the child did not write its end object (killed, crashed, out of
-memory) the runner adds one.
+What keeps records apart (tracers/isolation.py), on every backend, with or without root: the runner is not
+dumpable and a child subreaper, and it never holds a record's data — the child reads its own record from
+the runner's stdin and the runner sends the trace from file to pipe with sendfile — so a record's child,
+a fork of the runner, finds nothing of another record in its memory. The child drops every descriptor but
+its own files and makes itself non-dumpable before the record's code runs; the runner waits up to
+`record_timeout_s` (or until the scratch is full), SIGKILLs every process the record left behind, sends
+`trace N` and `ended N` (how the child ended; the host adds the end object a killed child did not write),
+removes the record's files and, when anything else is left in the scratch (on the private tmpfs: more
+inodes in use than before the record), empties it in a separate child, so no name a record chose passes
+through the runner either; then `done N`. No record can change what was sent for an earlier one, see one,
+or leave a process to the next; a record can still kill or stop the runner, but the host then blames the
+record in flight (`start` without `done`) and starts a fresh runner for the next.
 
-With `check_parity`, the end object also holds `result` (the rendered return value or exception), and a
-record whose traced call ended by itself (exit normal or error) is run once more, untraced, in a fresh
-child, which writes `OUTDIR/NNNNNN.parity`: `{"type": "parity", "exit", "result"}`. The host compares the
-two. Standard library only.
+With `check_parity`, the end object also holds `result` (the rendered return value or exception), and the
+runner asks the host (`traced N`) whether to run the record again untraced: for a call that ended by itself
+the host sends the record again and a fresh child writes `NNNNNN.parity`: `{"type": "parity", "exit",
+"result"}`. The host compares the two. Standard library only.
 """
 
 import builtins
+import gc
 import json
 import os
 import select
@@ -34,7 +38,7 @@ import sys
 import threading
 import time
 
-from tracers import isolation, objstate
+from tracers import isolation, objstate, runner_protocol
 from tracers.pytrace import (
     TRACER_VERSION,
     Budgets,
@@ -45,7 +49,7 @@ from tracers.pytrace import (
     encode_object,
     source_lines,
 )
-from tracers.result_stream import ResultStream, StreamFull
+from tracers.runner_protocol import ProtocolError, ResultStream
 from tracers.saferepr import Limits, SafeRepr
 from tracers.seal import sealed
 
@@ -55,6 +59,15 @@ POLL_S = 0.05  # how often a waiting runner checks whether the scratch is full
 TRACE_SLACK_BYTES = 1 << 20  # read past max_bytes: end objects and a torn line
 PARITY_LIMIT_BYTES = 1 << 16
 _PLAIN_ARGS = frozenset(map(id, (str, int, float, bool, type(None), bytes)))
+# Traced once by the runner itself before any record: what the tracer builds lazily on its first trace is
+# then built before every fork, not once per record's child.
+WARM_UP = {
+    "id": "warm-up",
+    "code": "def f(n):\n    seen = {}\n    for i in range(n):\n        seen[str(i)] = [i, i / 2, (i,)]\n"
+    "    try:\n        return seen['x']\n    except KeyError as error:\n        return len(seen), error\n",
+    "input": "3",
+    "entry": "f",
+}
 
 
 def _line_writer(handle):
@@ -151,7 +164,16 @@ def _message(error):
         return "<unprintable %s>" % objstate.qualname(type(error))
 
 
-def _run_child(record, budgets, limits, trace_fd, output_fd, check_parity):
+def _read_record(length):
+    """Child side: the record's own payload, read from the runner's stdin before anything else."""
+    payload = runner_protocol.read_exact(0, length)
+    if len(payload) != length:
+        raise SystemExit("runner: the record's payload ended early")
+    return json.loads(payload)
+
+
+def _run_child(length, budgets, limits, trace_fd, output_fd, check_parity):
+    record = _read_record(length)
     null = _isolate(output_fd, trace_fd)
     with open(trace_fd, "w", encoding="ascii", buffering=1 << 16) as out:
         _guard_trace_file(out, null)
@@ -171,7 +193,8 @@ def _run_child(record, budgets, limits, trace_fd, output_fd, check_parity):
         out.flush()
 
 
-def _run_parity_child(record, limits, parity_fd, output_fd):
+def _run_parity_child(length, limits, parity_fd, output_fd):
+    record = _read_record(length)
     null = _isolate(output_fd, parity_fd)
     with open(parity_fd, "w", encoding="ascii") as out:
         _guard_trace_file(out, null)
@@ -221,107 +244,122 @@ def _guard_trace_file(out, null):
     signal.signal(signal.SIGTERM, on_term)
 
 
-def _closed(data, reason):
-    """The trace `data` with an end object added when the child did not write one (killed, crashed, out of
-    memory); a torn last line is left for the host's strict parser to drop."""
-    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    if last.startswith(b"{") and (b'"type": "end"' in last or b'"type": "failure"' in last):
-        return data
-    end = (
-        {"type": "end", "exit": "never", "truncated": True, "reason": reason}
-        if b'"type": "start"' in data[:4096]
-        else {"type": "failure", "stage": "setup", "error_type": "Killed", "message": reason}
-    )
-    torn = data and not data.endswith(b"\n")
-    return data + (b"\n" if torn else b"") + json.dumps(end).encode() + b"\n"
-
-
-def _ended_by_itself(data):
-    """Whether the traced call returned or raised (not cut by a budget or killed): only then is there a
-    result to compare. The host checks the files again; this only saves a pointless run."""
-    try:
-        end = json.loads(data.rstrip(b"\n").rsplit(b"\n", 1)[-1])
-    except ValueError:
-        return False
-    return type(end) is dict and end.get("type") == "end" and end.get("exit") in ("normal", "error")
-
-
-def _read(fd, limit):
-    """At most `limit` bytes of a record's file, through the runner's own descriptor."""
-    chunks, offset = [], 0
-    while offset < limit:
-        chunk = os.pread(fd, min(1 << 20, limit - offset), offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
-
-
 def _scratch_full(scratch_fd):
     return os.fstatvfs(scratch_fd).f_bavail == 0
 
 
-class _Runner:
-    """The records of one request, run one after another into the result stream."""
+def _inodes_used(scratch_fd):
+    info = os.fstatvfs(scratch_fd)
+    return info.f_files - info.f_ffree
 
-    def __init__(self, request, out_dir, stream):
-        self.budgets = Budgets(**request.get("budgets", {}))
-        self.limits = Limits(**request.get("limits", {}))
-        self.timeout_s = float(request.get("record_timeout_s", self.budgets.max_seconds + 2.0))
-        self.check_parity = bool(request.get("check_parity"))
+
+class _Runner:
+    """Runs the records the host sends, one after another, each in its own child."""
+
+    def __init__(self, settings, out_dir, stream):
+        self.budgets = Budgets(**settings.get("budgets", {}))
+        self.limits = Limits(**settings.get("limits", {}))
+        self.timeout_s = float(settings.get("record_timeout_s", self.budgets.max_seconds + 2.0))
+        self.check_parity = bool(settings.get("check_parity"))
+        self.trace_limit = self.budgets.max_bytes + TRACE_SLACK_BYTES
         self.scratch_fd = os.open(os.path.dirname(out_dir) or ".", os.O_RDONLY | os.O_DIRECTORY)
         self.out_name = os.path.basename(out_dir)
         self.stream = stream
+        # On the sandbox's private tmpfs, a scratch holding no inode but its baseline holds nothing of a
+        # record's: the runner then never lists (so never reads) what a record left there.
+        self.private = bool(settings.get("private_scratch"))
+        self._empty()
+        self.baseline = _inodes_used(self.scratch_fd) if self.private else None
+        with open(os.devnull, "w", encoding="ascii") as sink:
+            _trace_record(WARM_UP, self.budgets, self.limits, sink, self.check_parity)
+        gc.freeze()  # what exists now is never scanned by a child's collector, so its pages stay shared
 
-    def run(self, number, record):
-        """Run record `number` and send its frames; False when the runner stops here (a `restart` frame)."""
+    def serve(self):
+        """Run `record` commands until the host closes the pipe or this runner must stop."""
+        number = 0
+        while True:
+            command = runner_protocol.read_command(0)
+            if command is None:
+                return
+            kind, sent_number, length = command
+            if kind != "record" or sent_number != number:
+                raise ProtocolError("expected record %d, got %s %d" % (number, kind, sent_number))
+            if not self.run(number, length):
+                return
+            number += 1
+
+    def run(self, number, length):
+        """Run record `number` (its child reads its `length` bytes); False when the runner stops here."""
         try:
-            isolation.empty_directory(self.scratch_fd)
             os.mkdir(self.out_name, 0o700, dir_fd=self.scratch_fd)
             out_fd = os.open(self.out_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.scratch_fd)
             self.stream.send("start", number)
+            files = _RecordFiles(out_fd, number)
             try:
-                self._trace(number, record, out_fd)
+                self._trace(number, length, files)
             finally:
+                files.close()
+                removed = files.remove_all()
                 os.close(out_fd)
+            self._clear(removed)
             self.stream.send("done", number)
-        except (StreamFull, OSError) as error:
+        except OSError as error:
             print("runner: records %d onward need a fresh sandbox: %r" % (number, error), file=sys.stderr)
             self.stream.restart(number)
             return False
         return True
 
-    def _trace(self, number, record, out_fd):
-        files = _RecordFiles(out_fd, number)
+    def _trace(self, number, length, files):
+        output_fd, trace_fd = files.create("out"), files.create("trace")
+        if output_fd is None or trace_fd is None:
+            raise OSError("the files of record %d cannot be created" % number)
+        reason = self._in_child(_run_child, (length, self.budgets, self.limits, trace_fd, output_fd, self.check_parity))
+        if reason == "scratch_full":
+            self.stream.send("scratch", number)
+            return
+        if not files.still_named("trace"):
+            self.stream.send("replaced", number)
+            return
+        self.stream.send_file("trace", number, trace_fd, self.trace_limit)
+        self.stream.send("ended", number, reason.encode("ascii"))
+        if self.check_parity:
+            self.stream.send("traced", number)
+            kind, sent_number, length = runner_protocol.read_command(0) or ("", -1, 0)
+            if kind not in ("parity", "finish") or sent_number != number:
+                raise ProtocolError("expected parity or finish %d, got %r %d" % (number, kind, sent_number))
+            if kind == "parity":
+                parity_fd = files.create("parity")
+                if parity_fd is None:
+                    raise OSError("the parity file of record %d cannot be created" % number)
+                self._in_child(_run_parity_child, (length, self.limits, parity_fd, output_fd))
+                self.stream.send_file("parity", number, parity_fd, PARITY_LIMIT_BYTES)
+
+    def _clear(self, removed):
+        """Leave the scratch as the record found it, its own files `removed`: empty it (in a child, so no name
+        a record chose passes through this process) unless nothing else is left."""
+        if removed and self._out_dir_removed() and self.baseline == _inodes_used(self.scratch_fd):
+            return
+        if not self.private:
+            self._empty()
+            return
+        self._in_child(_empty_scratch, (self.scratch_fd,))
+        if self.baseline != _inodes_used(self.scratch_fd):
+            raise OSError("the scratch directory could not be emptied")
+
+    def _out_dir_removed(self):
         try:
-            output_fd, trace_fd = files.create("out"), files.create("trace")
-            if output_fd is None or trace_fd is None:
-                self.stream.send("replaced", number)
-                return
-            reason = self._in_child(
-                _run_child, (record, self.budgets, self.limits, trace_fd, output_fd, self.check_parity)
-            )
-            if reason == "scratch_full":
-                self.stream.send("scratch", number)
-                return
-            if not files.still_named("trace"):
-                self.stream.send("replaced", number)
-                return
-            data = _closed(_read(trace_fd, self.budgets.max_bytes + TRACE_SLACK_BYTES), reason)
-            self.stream.send("trace", number, data)
-            parity_fd = files.create("parity") if self.check_parity and _ended_by_itself(data) else None
-            if parity_fd is not None:
-                self._in_child(_run_parity_child, (record, self.limits, parity_fd, output_fd))
-                self.stream.send("parity", number, _read(parity_fd, PARITY_LIMIT_BYTES))
-        finally:
-            files.close()
+            os.rmdir(self.out_name, dir_fd=self.scratch_fd)
+        except OSError:
+            return False
+        return True
+
+    def _empty(self):
+        isolation.empty_directory(self.scratch_fd)
 
     def _in_child(self, run, args):
         """Run `run(*args)` in a forked child until it ends, `timeout_s` passes or the scratch is full; then kill
         every process left behind. Returns why it ended (`child_exit_N`, `killed_by_signal_N`,
         `wall_time_kill`, `scratch_full`)."""
-        sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             try:
@@ -349,8 +387,14 @@ class _Runner:
             os.close(fd)
 
 
+def _empty_scratch(scratch_fd):
+    """Cleaner child: remove whatever a record left in the scratch."""
+    isolation.die_with_parent()
+    isolation.empty_directory(scratch_fd)
+
+
 class _RecordFiles:
-    """The files of record `number` in OUTDIR: created by the runner, closed after the record."""
+    """The files of record `number` in OUTDIR: created by the runner, closed and removed after the record."""
 
     def __init__(self, dir_fd, number):
         self._dir_fd = dir_fd
@@ -381,6 +425,16 @@ class _RecordFiles:
         for fd in self._fds.values():
             os.close(fd)
 
+    def remove_all(self):
+        """Unlink the names of the runner's files; False when one is no longer a plain name to unlink."""
+        removed = True
+        for kind in self._fds:
+            try:
+                os.unlink(self._name(kind), dir_fd=self._dir_fd)
+            except OSError:
+                removed = False
+        return removed
+
 
 def _fresh_file(dir_fd, name):
     """A new, empty file `name` in OUTDIR, opened for the runner; whatever the record's traced run left at
@@ -394,16 +448,15 @@ def _fresh_file(dir_fd, name):
 
 
 def main(argv):
-    request_path, out_dir = argv
-    with open(request_path, encoding="utf-8") as handle:
-        request = json.load(handle)
+    (out_dir,) = argv
     isolation.await_sealed_streams()  # first: /proc/self/fd is read before the runner turns non-dumpable
     isolation.untraceable()
     isolation.become_subreaper()
-    runner = _Runner(request, out_dir, ResultStream(1))
-    for number, record in enumerate(request["records"]):
-        if not runner.run(number, record):
-            break
+    kind, _, length = runner_protocol.read_command(0) or ("", 0, 0)
+    if kind != "config":
+        raise ProtocolError("the first command must be config, got %r" % kind)
+    settings = json.loads(runner_protocol.read_exact(0, length))
+    _Runner(settings, out_dir, ResultStream(1)).serve()
 
 
 if __name__ == "__main__":

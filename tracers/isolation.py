@@ -44,16 +44,16 @@ SEAL_WAIT_S = 30.0
 
 
 def await_sealed_streams():
-    """Where the backend says so (docker: stdout and stderr are files in a directory bound into the
-    container), tell the host the streams are open — one line on stderr — and wait until it has made them
-    unwritable by path (owner root, mode 0600): the descriptors this process holds keep working, but no
-    record can open the files to forge the frames of the records after it."""
+    """Where the backend says so (docker: stdin and stdout are FIFOs, stderr a file, in a directory bound into
+    the container), tell the host the streams are open — one line on stderr — and wait until it has made
+    them unopenable by path (owner root, mode 0600): the descriptors this process holds keep working, but
+    no record can open them to read the commands, forge frames or steal them."""
     if os.environ.pop(SEAL_STREAMS_ENV, None) != "1":
         return
     os.write(2, b"tracegen runner: streams open\n")
-    paths = [os.readlink("/proc/self/fd/%d" % fd) for fd in (1, 2)]
+    paths = [os.readlink("/proc/self/fd/%d" % fd) for fd in (0, 1, 2)]
     deadline = time.monotonic() + SEAL_WAIT_S
-    while any(os.access(path, os.W_OK) for path in paths):
+    while any(os.access(path, os.R_OK) or os.access(path, os.W_OK) for path in paths if path.startswith("/")):
         if time.monotonic() > deadline:
             raise SystemExit("tracegen runner: the host did not seal the output streams within %gs" % SEAL_WAIT_S)
         time.sleep(0.002)
@@ -98,12 +98,28 @@ def kill_descendants():
     """
     me = os.getpid()
     while True:
+        reap()
+        if _has_no_children(me):
+            return
         found = descendants(me)
         for pid in found:
             _kill_if_below(pid, set(found) | {me})
         reap()
         if not found:
             return
+
+
+def _has_no_children(pid):
+    """True when /proc says `pid` has no child at all (then it has no descendant: as a subreaper it inherits
+    every orphan); False when it has one or the kernel does not list children."""
+    try:
+        for task in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, task), "rb") as handle:
+                if handle.read().strip():
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _kill_if_below(pid, family):

@@ -21,6 +21,8 @@ from typing import ClassVar
 
 from pipeline.engine.errors import SetupError
 
+CLOSE_GRACE_S = 1.0
+
 
 @dataclass(frozen=True)
 class SandboxLimits:
@@ -97,8 +99,35 @@ class Sandbox(ABC):
     ) -> SandboxResult:
         """Run argv to completion or to the wall-clock limit; never raises for what the command does."""
 
+    @abstractmethod
+    def start(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        limits: SandboxLimits | None = None,
+    ) -> "SandboxProcess":
+        """Start argv as a long-lived command with pipes for its stdin and stdout (`SandboxProcess`), under
+        the same isolation and limits as `run` but no wall clock: the caller stops it."""
+
     def check(self) -> None:
         """Raise SetupError, naming the fix, if this backend cannot run commands on this machine."""
+
+
+class SandboxProcess(ABC):
+    """A sandboxed command that runs until it is stopped, talked to over its stdin and stdout: two pipes,
+    held here as non-blocking descriptors (`stdin` to write, `stdout` to read). It has no wall clock of its
+    own: the caller stops it (`stop` kills everything in it) and says why."""
+
+    stdin: int
+    stdout: int
+
+    @abstractmethod
+    def stop(self, cause: str | None = None) -> SandboxResult:
+        """Close the pipes, kill every process of the sandbox, and say how it ended (with `cause`, when the
+        caller stopped it for one, and the tail of its stderr)."""
 
 
 @dataclass
@@ -107,16 +136,30 @@ class CommandSandbox(Sandbox):
 
     @abstractmethod
     def command(
-        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits, uid: int
     ) -> list[str]:
-        """The full host command line that runs argv inside this sandbox."""
+        """The full host command line that runs argv inside this sandbox as `uid` (where it sets one)."""
 
-    def prepare(self, binds: list[Bind]) -> None:
+    def prepare(self, binds: list[Bind], uid: int) -> None:
         """Hook run before each command, e.g. to hand writable binds to the sandbox user."""
+
+    def uid(self, long_lived: bool) -> int:
+        """The uid a command runs as where this backend sets one (see `bwrap.sandbox_uid`)."""
+        return os.getuid()
+
+    def released(self, uid: int) -> None:
+        """Hook run after a command was killed, e.g. to wait until its processes are gone."""
 
     def check(self) -> None:
         if shutil.which("prlimit") is None:
             raise SetupError(f"sandbox {self.name!r} needs prlimit: install util-linux (apt-get install util-linux)")
+
+    def _launch(self, argv, binds, env, cwd, limits, long_lived, **streams) -> tuple[subprocess.Popen, int]:
+        binds = list(binds)
+        uid = self.uid(long_lived)
+        self.prepare(binds, uid)
+        command = rlimit_prefix(limits) + self.command(list(argv), binds, dict(env or {}), cwd, limits, uid)
+        return subprocess.Popen(command, start_new_session=True, **streams), uid
 
     def run(
         self,
@@ -128,13 +171,10 @@ class CommandSandbox(Sandbox):
         limits: SandboxLimits | None = None,
     ) -> SandboxResult:
         limits = limits or self.limits
-        binds = list(binds)
-        self.prepare(binds)
-        command = rlimit_prefix(limits) + self.command(list(argv), binds, dict(env or {}), cwd, limits)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
-            process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            process, uid = self._launch(
+                argv, binds, env, cwd, limits, False, stdin=subprocess.DEVNULL, stdout=out, stderr=err
             )
             cause = None
             try:
@@ -144,15 +184,76 @@ class CommandSandbox(Sandbox):
             finally:
                 kill_group(process.pid)
                 process.wait()
-            wall_s = time.monotonic() - start
-            code = process.returncode
-            if cause is None and code == -signal.SIGXFSZ:
-                cause = f"output limit of {limits.file_bytes} bytes exceeded"
-            elif cause is None and code < 0:
-                cause = f"killed by signal {signal.Signals(-code).name}"
+                self.released(uid)
             return SandboxResult(
-                code, cause, wall_s, tail(out, limits.output_tail_bytes), tail(err, limits.output_tail_bytes)
+                process.returncode,
+                cause or exit_cause(process.returncode, limits),
+                time.monotonic() - start,
+                tail(out, limits.output_tail_bytes),
+                tail(err, limits.output_tail_bytes),
             )
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        limits: SandboxLimits | None = None,
+    ) -> SandboxProcess:
+        """As Sandbox.start; the command runs as its own uid, apart from `run`'s (see `uid`)."""
+        limits = limits or self.limits
+        err = tempfile.TemporaryFile()
+        try:
+            process, uid = self._launch(
+                argv, binds, env, cwd, limits, True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+            )
+        except BaseException:
+            err.close()
+            raise
+        return _CommandProcess(self, process, uid, err, limits)
+
+
+class _CommandProcess(SandboxProcess):
+    def __init__(self, sandbox: CommandSandbox, process: subprocess.Popen, uid: int, err, limits: SandboxLimits):
+        self._sandbox, self._process, self._uid, self._err, self._limits = sandbox, process, uid, err, limits
+        self._start = time.monotonic()
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin, self.stdout = process.stdin.fileno(), process.stdout.fileno()
+        os.set_blocking(self.stdin, False)
+        os.set_blocking(self.stdout, False)
+
+    def stop(self, cause: str | None = None) -> SandboxResult:
+        process = self._process
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+        if cause is None:  # closing its stdin ends it; whatever is left is killed
+            try:
+                process.wait(timeout=CLOSE_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+        kill_group(process.pid)
+        process.wait()
+        self._sandbox.released(self._uid)
+        with self._err:
+            return SandboxResult(
+                process.returncode,
+                cause or exit_cause(process.returncode, self._limits),
+                time.monotonic() - self._start,
+                b"",
+                tail(self._err, self._limits.output_tail_bytes),
+            )
+
+
+def exit_cause(returncode: int, limits: SandboxLimits) -> str | None:
+    """Why a command that was not stopped for a reason of ours ended, or None when it exited by itself."""
+    if returncode == -signal.SIGXFSZ:
+        return f"output limit of {limits.file_bytes} bytes exceeded"
+    if returncode < 0:
+        return f"killed by signal {signal.Signals(-returncode).name}"
+    return None
 
 
 def rlimit_prefix(limits: SandboxLimits) -> list[str]:

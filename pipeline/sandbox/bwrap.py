@@ -23,9 +23,10 @@ UID_SPAN = 100_000
 REAP_TIMEOUT_S = 10.0
 
 
-def sandbox_uid() -> int:
-    """An unprivileged uid per worker process, so concurrent sandboxes do not share a process count."""
-    return UID_BASE + os.getpid() % UID_SPAN
+def sandbox_uid(long_lived: bool = False) -> int:
+    """An unprivileged uid per worker process, so concurrent sandboxes do not share a process count; a
+    long-lived sandbox (`Sandbox.start`) has its own, so a one-shot command beside it never waits for it."""
+    return UID_BASE + long_lived * UID_SPAN + os.getpid() % UID_SPAN
 
 
 def interpreter_binds() -> list[str]:
@@ -89,27 +90,25 @@ class BwrapSandbox(CommandSandbox):
                 f"enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
             )
 
-    def run(self, argv, **kwargs):
-        """As CommandSandbox.run, but returns only once every process of the sandbox uid is gone.
+    def uid(self, long_lived: bool) -> int:
+        return sandbox_uid(long_lived) if os.geteuid() == 0 else 65534
 
-        Killing bwrap tears its pid namespace down asynchronously; a process still exiting would count
-        against RLIMIT_NPROC of this worker's next sandbox.
-        """
-        result = super().run(argv, **kwargs)
+    def released(self, uid: int) -> None:
+        """Return only once every process of the sandbox uid is gone: killing bwrap tears its pid namespace
+        down asynchronously, and a process still exiting would count against RLIMIT_NPROC of this worker's
+        next sandbox."""
         if os.geteuid() == 0:
-            wait_until_gone(sandbox_uid(), REAP_TIMEOUT_S)
-        return result
+            wait_until_gone(uid, REAP_TIMEOUT_S)
 
-    def prepare(self, binds: list[Bind]) -> None:
+    def prepare(self, binds: list[Bind], uid: int) -> None:
         if os.geteuid() == 0:
-            uid = sandbox_uid()
             for bind in binds:
                 if bind.writable:
                     os.chown(bind.path, uid, uid)
                     os.chmod(bind.path, 0o711)  # bwrap enters it before setpriv, without DAC capabilities
 
     def command(
-        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits, uid: int
     ) -> list[str]:
         command = [
             "bwrap",
@@ -151,7 +150,6 @@ class BwrapSandbox(CommandSandbox):
             command += ["--setenv", key, value]
         command += ["--chdir", cwd]
         if os.geteuid() == 0:
-            uid = str(sandbox_uid())
             command += [
                 "--cap-drop",
                 "ALL",
@@ -164,9 +162,9 @@ class BwrapSandbox(CommandSandbox):
                 "--",
                 "setpriv",
                 "--reuid",
-                uid,
+                str(uid),
                 "--regid",
-                uid,
+                str(uid),
                 "--clear-groups",
                 "--inh-caps=-all",
                 "--bounding-set=-all",

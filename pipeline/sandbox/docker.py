@@ -22,6 +22,7 @@ Go: when the image carries no Go toolchain (Dockerfile GO_IMAGE unset) and the h
 (default /usr/local/go), it is bound read-only at the same path, and /usr/local/go/bin is on the default PATH.
 """
 
+import errno
 import os
 import shlex
 import shutil
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipeline.engine.errors import SetupError
-from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxResult
+from pipeline.sandbox.base import Bind, Sandbox, SandboxLimits, SandboxProcess, SandboxResult
 from pipeline.sandbox.bwrap import sandbox_uid
 from pipeline.sandbox.image import DEFAULT_BASE_IMAGE, connect, ensure_image
 
@@ -41,6 +42,8 @@ IMAGE_PYTHON = "/usr/bin/python3"
 DEFAULT_PATH = "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"
 LABEL = "org.tracegen.sandbox"
 NOFILE = 1024
+STREAMS = ("stdin", "stdout", "stderr")
+START_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -121,7 +124,7 @@ class DockerSandbox(Sandbox):
                 try:
                     returncode, cause, wall_s, oom = self._start_and_wait(container, limits, (out, err))
                 finally:
-                    self._remove(container)
+                    self.remove(container)
                 cause = cause or _cause(returncode, oom, limits, out, err)
                 return SandboxResult(
                     returncode,
@@ -132,6 +135,49 @@ class DockerSandbox(Sandbox):
                 )
         finally:
             shutil.rmtree(io_dir, ignore_errors=True)
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        binds: Sequence[Bind] = (),
+        env: dict[str, str] | None = None,
+        cwd: str = "/",
+        limits: SandboxLimits | None = None,
+    ) -> SandboxProcess:
+        """As Sandbox.start: stdin and stdout are FIFOs in the io directory (the host holds their other ends),
+        stderr a file; all three are sealed (root's, 0600) before this returns, once the command has written
+        its first stderr line (TRACEGEN_SEAL_STREAMS), so nothing else in the container can open them."""
+        limits = limits or self.limits
+        io_dir = tempfile.mkdtemp(prefix="tracegen-io-")
+        try:
+            os.chmod(io_dir, 0o755)
+            for name in ("stdin", "stdout"):
+                os.mkfifo(os.path.join(io_dir, name), 0o600)
+            err = open(os.path.join(io_dir, "stderr"), "w+b")  # noqa: SIM115 (held by the process object)
+            stdout = os.open(os.path.join(io_dir, "stdout"), os.O_RDONLY | os.O_NONBLOCK)
+            fds = [stdout, err.fileno()]
+            if os.geteuid() == 0:
+                for path in [os.path.join(io_dir, name) for name in STREAMS] + [b.path for b in binds if b.writable]:
+                    os.chown(path, self.uid, self.uid)
+            container = self._create(list(argv), list(binds), dict(env or {}), cwd, limits, io_dir)
+            process = _ContainerProcess(self, container, io_dir, err, stdout, limits)
+        except BaseException:
+            shutil.rmtree(io_dir, ignore_errors=True)
+            raise
+        try:
+            container.start()
+            process.stdin = _open_fifo_writer(os.path.join(io_dir, "stdin"), time.monotonic() + START_TIMEOUT_S)
+            fds.append(process.stdin)
+            ended = threading.Event()
+            timer = threading.Timer(START_TIMEOUT_S, ended.set)
+            timer.start()
+            seal_streams(fds, ended)
+            timer.cancel()
+        except BaseException:
+            process.stop("the container did not start")
+            raise
+        return process
 
     def create_kwargs(
         self,
@@ -154,8 +200,14 @@ class DockerSandbox(Sandbox):
         for key in environment:
             if not key or "=" in key or "\0" in key + environment[key]:
                 raise ValueError(f"sandbox 'docker': bad environment variable {key!r}")
-        # sh sends the two streams to files; env -i then gives the command exactly this environment.
-        redirect = f'exec "$@" >{shlex.quote(io_dir + "/stdout")} 2>{shlex.quote(io_dir + "/stderr")}'
+        # sh points the streams at the io directory's files (or FIFOs); env -i then gives the command exactly
+        # this environment.
+        redirect = " ".join(
+            f"{fd}{'<' if name == 'stdin' else '>'}{shlex.quote(os.path.join(io_dir, name))}"
+            for fd, name in enumerate(STREAMS)
+            if os.path.exists(os.path.join(io_dir, name))
+        )
+        redirect = f'exec "$@" {redirect}'
         command = [
             "/bin/sh",
             "-c",
@@ -219,7 +271,7 @@ class DockerSandbox(Sandbox):
 
         cause = None
         ended = threading.Event()
-        sealer = threading.Thread(target=seal_streams, args=(streams, ended), daemon=True)
+        sealer = threading.Thread(target=seal_streams, args=([s.fileno() for s in streams], ended), daemon=True)
         try:
             start = time.monotonic()
             container.start()
@@ -244,7 +296,7 @@ class DockerSandbox(Sandbox):
         state = container.attrs.get("State", {})
         return int(status.get("StatusCode", -1)), cause, wall_s, bool(state.get("OOMKilled"))
 
-    def _remove(self, container) -> None:
+    def remove(self, container) -> None:
         import docker.errors
 
         try:
@@ -253,6 +305,59 @@ class DockerSandbox(Sandbox):
             pass
         except docker.errors.APIError:
             pass  # e.g. "removal already in progress"; the label lets a prune find any leftover
+
+
+class _ContainerProcess(SandboxProcess):
+    def __init__(self, sandbox: DockerSandbox, container, io_dir: str, err, stdout: int, limits: SandboxLimits):
+        self._sandbox, self._container, self._io_dir, self._err, self._limits = sandbox, container, io_dir, err, limits
+        self.stdout, self.stdin = stdout, -1
+        self._start = time.monotonic()
+
+    def stop(self, cause: str | None = None) -> SandboxResult:
+        import docker.errors
+        import requests.exceptions
+
+        for fd in (self.stdin, self.stdout):
+            if fd >= 0:
+                os.close(fd)
+        self.stdin = self.stdout = -1
+        container, returncode, oom = self._container, -1, False
+        try:
+            try:
+                container.wait(timeout=1.0 if cause is None else 0.01)  # a closed stdin ends the runner
+            except requests.exceptions.RequestException:
+                try:
+                    container.kill()
+                except docker.errors.APIError:
+                    pass  # it ended by itself meanwhile
+            returncode = int(container.wait(timeout=60).get("StatusCode", -1))
+            container.reload()
+            oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            pass
+        finally:
+            self._sandbox.remove(container)
+        with self._err as err:
+            result = SandboxResult(
+                returncode,
+                cause or _cause(returncode, oom, self._limits, err),
+                time.monotonic() - self._start,
+                b"",
+                _tail(err, self._limits.output_tail_bytes),
+            )
+        shutil.rmtree(self._io_dir, ignore_errors=True)
+        return result
+
+
+def _open_fifo_writer(path: str, deadline: float) -> int:
+    """The write end of the FIFO at `path`, non-blocking, once the container's side has it open to read."""
+    while True:
+        try:
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise RuntimeError(f"sandbox 'docker': the container never opened its stdin ({error})") from error
+            time.sleep(0.005)
 
 
 def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs) -> str | None:
@@ -275,17 +380,17 @@ def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs) -> str |
     return None
 
 
-def seal_streams(streams, ended: threading.Event, poll_s: float = 0.002) -> None:
-    """Once the command has written to stderr (the function runner's first line, under TRACEGEN_SEAL_STREAMS),
-    make both stream files root's, mode 0600: the descriptors the command opened keep writing, but nothing in
-    the container can open them by path any more (tracers/isolation.py `await_sealed_streams` waits for it)."""
-    out, err = streams
-    while not ended.is_set() and os.fstat(err.fileno()).st_size == 0:
+def seal_streams(fds: list[int], ended: threading.Event, poll_s: float = 0.002) -> None:
+    """Once the command has written to stderr (`fds[1]`; the function runner's first line, under
+    TRACEGEN_SEAL_STREAMS), make every stream (files or FIFOs) root's, mode 0600: the descriptors the command
+    opened keep working, but nothing in the container can open them by path any more (tracers/isolation.py
+    `await_sealed_streams` waits for it)."""
+    while not ended.is_set() and os.fstat(fds[1]).st_size == 0:
         time.sleep(poll_s)
-    for handle in streams:
+    for fd in fds:
         if os.geteuid() == 0:
-            os.fchown(handle.fileno(), 0, 0)
-        os.fchmod(handle.fileno(), 0o600)
+            os.fchown(fd, 0, 0)
+        os.fchmod(fd, 0o600)
 
 
 def _tail(handle, limit: int) -> bytes:

@@ -16,6 +16,6 @@ class ProcessSandbox(CommandSandbox):
         )
 
     def command(
-        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits
+        self, argv: list[str], binds: list[Bind], env: dict[str, str], cwd: str, limits: SandboxLimits, uid: int
     ) -> list[str]:
         return ["env", "-i", "-C", cwd, *(f"{key}={value}" for key, value in env.items()), *argv]

@@ -19,22 +19,16 @@ missing, replaced or malformed gets its own failure row; the records beside it a
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 from pipeline.engine.failures import failure_row
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.sandbox import Bind, Sandbox
-from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
+from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
-from pipeline.stages.runnerstream import parse_runner_stream
+from pipeline.stages.runner_session import Blamed, warm_session
 from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
-from tracers.isolation import SEAL_STREAMS_ENV
 
 REPR_MODES = ("structural", "user")
-CHUNK_MARGIN_S = 10.0  # sandbox start and teardown, on top of the records' own timeouts
 
 
 @dataclass(frozen=True)
@@ -85,9 +79,9 @@ class TraceSettings:
                 "a slow trace before the wall-clock kill does"
             )
 
-    def request(self, records: list[FunctionRecord]) -> dict:
+    def runner_config(self) -> dict:
+        """The runner's `config` command (tracers/function_runner.py)."""
         return {
-            "records": [record.request() for record in records],
             "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes, "max_seconds": self.max_seconds},
             "limits": self.reprs.request(),
             "record_timeout_s": self.record_timeout_s,
@@ -140,20 +134,13 @@ def trace_functions(
     rows: dict[int, dict] = {}
     failures: dict[int, dict] = {}
     with counters.timed():
-        pending = list(range(len(records)))
-        while pending:
-            result, stream = _run_sandbox([records[i] for i in pending], sandbox, settings)
-            for position, output in enumerate(stream.finished):
-                _collect(records[pending[position]], output, settings, unit_id, rows, failures, pending[position])
-            done = len(stream.finished)
-            if done == len(pending):
-                break
-            if stream.restart is not None and (done or stream.restart > 0):
-                pending = pending[stream.restart :]  # none of them to blame: a fresh sandbox runs them
-                continue
-            blamed = pending[done]
-            failures[blamed] = _blame(records[blamed], stream, result, unit_id)
-            pending = pending[done + 1 :]
+        session = warm_session(sandbox, settings)
+        for index, record in enumerate(records):
+            output = session.trace(record)
+            if isinstance(output, Blamed):
+                failures[index] = _blame(record, output, unit_id)
+            else:
+                _collect(record, output, settings, unit_id, rows, failures, index)
     counters.n_out = len(rows)
     counters.events = sum(row["n_events"] for row in rows.values())
     for failure in failures.values():
@@ -164,23 +151,21 @@ def trace_functions(
     )
 
 
-def _blame(record, stream, result, unit_id) -> dict:
-    """The failure row of the record the runner was on when its sandbox ended (or, when none had started,
-    the first one left, so that every round makes progress)."""
-    if stream.in_flight is not None:
-        why = f"the runner died or was stopped while this record ran ({result.describe()})"
-    elif stream.restart is not None:
-        why = "its output alone is larger than the sandbox's file size limit"
+def _blame(record, blamed: Blamed, unit_id) -> dict:
+    """The failure row of the record the runner was on when its sandbox ended (or that two fresh sandboxes
+    ended before starting it)."""
+    if blamed.started:
+        why = f"the runner died or was stopped while this record ran ({blamed.result.describe()})"
     else:
-        why = f"the sandbox ended before this record started ({result.describe()})"
+        why = f"the sandbox ended twice before this record started ({blamed.result.describe()})"
     return failure_row(
         unit_id,
         record.id,
         "sandbox",
         "SandboxFailed",
-        f"record {record.id!r}: {why}; the records after it are run again",
+        f"record {record.id!r}: {why}; the records after it run in a fresh sandbox",
         record.input_ref,
-        result.stderr_tail.decode("utf-8", "replace") or None,
+        blamed.result.stderr_tail.decode("utf-8", "replace") or None,
     )
 
 
@@ -196,7 +181,7 @@ def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
             record.input_ref,
         )
         return
-    data, parity = output.trace, output.parity
+    data, parity = output.closed_trace(), output.parity
     if data is None:
         failures[index] = failure_row(
             unit_id,
@@ -270,46 +255,3 @@ def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
         record.input_ref,
     )
     return True
-
-
-def _run_sandbox(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings):
-    """Run the runner over `records`; returns (SandboxResult, RunnerStream).
-
-    The records write only to the runner's scratch directory: the sandbox's own size-capped /tmp where the
-    backend has one (`Sandbox.scratch`), else a host directory (the `process` backend isolates nothing). What
-    the host reads is the runner's stdout, all of it, within the file size limit the runner keeps to. The
-    wall clock is the chunk's: every record's timeout (twice with parity), plus a margin.
-    """
-    scratch = tempfile.mkdtemp(prefix="tracegen-")
-    try:
-        request = os.path.join(scratch, "request.json")
-        with open(request, "w", encoding="utf-8") as handle:
-            json.dump(settings.request(records), handle)
-        os.chmod(scratch, 0o711)  # read-only for the sandbox's uid: the request only
-        os.chmod(request, 0o644)
-        binds = [tracers_bind(), Bind(scratch)]
-        work = sandbox.scratch
-        if work is None:
-            work = os.path.join(scratch, "work")
-            os.mkdir(work, 0o700)
-            binds.append(Bind(work, writable=True))
-        runs = 2 if settings.check_parity else 1
-        wall_s = settings.record_timeout_s * runs * len(records) + CHUNK_MARGIN_S
-        limits = replace(sandbox.limits, wall_s=wall_s, output_tail_bytes=sandbox.limits.file_bytes)
-        result = sandbox.run(
-            [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", request, os.path.join(work, "records")],
-            binds=binds,
-            env={
-                "PYTHONPATH": TRACERS_PARENT,
-                "PYTHONHASHSEED": "0",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "HOME": work,
-                "TMPDIR": work,
-                **({SEAL_STREAMS_ENV: "1"} if sandbox.seals_streams else {}),
-            },
-            cwd=work,
-            limits=limits,
-        )
-        return result, parse_runner_stream(result.stdout_tail, len(records), settings.max_bytes + (2 << 20))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

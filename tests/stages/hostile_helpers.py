@@ -1,13 +1,13 @@
 """Helpers of the hostile-record tests: ordinary records to put beside each hostile one, the check that they
-come out exactly as a plain in-process trace, and the processes a test's own sandbox may have left."""
+come out exactly as a plain in-process trace, and the processes a test's sandbox may have left."""
 
 import os
-import tempfile
-from contextlib import contextmanager
 from dataclasses import replace
 
 from pipeline.sandbox import make_sandbox
+from pipeline.sandbox.bwrap import processes_of, sandbox_uid
 from pipeline.sources.functions import FunctionRecord
+from pipeline.stages.runner_session import close_warm_sessions
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions, trace_id
 from tracers.pytrace import trace_source
 from tracers.saferepr import Limits
@@ -101,27 +101,11 @@ def assert_ordinary_untouched(records: list[FunctionRecord], rows: dict, mode: s
         assert_traced_as_in_process(rows[record.id], record, mode)
 
 
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of the processes on this machine that mention `text` (e.g. a test's own scratch dir)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(cmdline)
-    return found
-
-
-@contextmanager
-def own_scratch(directory: str):
-    """Make the stage put its sandbox scratch under `directory`, so this test's sandbox can be told apart."""
-    with_previous = tempfile.tempdir
-    tempfile.tempdir = directory
-    try:
-        yield directory
-    finally:
-        tempfile.tempdir = with_previous
+def assert_the_sandbox_leaves_nothing() -> None:
+    """This test process's warm runner is alive (bwrap as root: processes of its uid), and once it is
+    stopped no process of its sandboxes is left."""
+    if os.geteuid() == 0:
+        assert processes_of(sandbox_uid(long_lived=True)), "no warm runner to look for"
+    close_warm_sessions()
+    if os.geteuid() == 0:
+        assert processes_of(sandbox_uid(long_lived=True)) == [] and processes_of(sandbox_uid()) == []

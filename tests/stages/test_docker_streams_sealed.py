@@ -1,12 +1,12 @@
-"""Issue 10 item 2 under docker: the runner's stdout is a file bound into the container, and once the runner
-has started nothing in the container can open it by path, so a record cannot forge the frames (the traces)
-of the records after it. Each hostile record is followed by ordinary ones, which must come out exactly as
-traced in process."""
+"""Issue 10 item 2 under docker: the runner's stdin and stdout are FIFOs and its stderr a file in a directory
+bound into the container, and once the runner has started nothing in the container can open them by path,
+so a record can neither read the commands (the records after it) nor forge the frames (their traces).
+Each hostile record is followed by ordinary ones, which must come out exactly as traced in process."""
 
 from docker_helpers import require_docker_engine
 from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile, trace_chunk
 
-# Finds the stream files through the mount table and tries to append forged frames to them.
+# Finds the stream files through the mount table and tries to read them or append forged frames.
 FORGE = """
 def f():
     tried = []
@@ -14,11 +14,11 @@ def f():
         mount = line.split()[4]
         if 'tracegen-io-' not in mount:
             continue
-        for name in ('stdout', 'stderr'):
-            for mode in ('ab', 'r+b', 'wb'):
+        for name in ('stdin', 'stdout', 'stderr'):
+            for mode in ('rb', 'ab', 'wb'):
                 try:
                     with open(os.path.join(mount, name), mode) as handle:
-                        handle.write(b'done 000009 0\\n')
+                        handle.read(1) if mode == 'rb' else handle.write(b'done 9 0\\n')
                     tried.append('wrote ' + name)
                 except OSError as error:
                     tried.append(type(error).__name__)
@@ -38,5 +38,5 @@ def test_no_record_can_open_the_runner_s_stream_files_under_docker():
     assert not failures
     tried = rows["stream_forger"]["events"][-1]["arg"]
     assert "PermissionError" in tried and "wrote" not in tried and "'chmod'" not in tried, tried
-    assert tried.count("PermissionError") == 7  # 2 files x 3 modes, and the chmod
+    assert tried.count("PermissionError") == 10  # 3 streams x 3 modes, and the chmod
     assert_ordinary_untouched(records, rows)

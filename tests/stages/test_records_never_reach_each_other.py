@@ -82,14 +82,13 @@ LEFT_BEHIND = {
 def test_no_record_reaches_the_runner_or_outlives_itself(tmp_path):
     hostiles = [hostile(name, "import time\n" + DAEMON + code) for name, code in {**ATTACKS, **LEFT_BEHIND}.items()]
     records = beside_ordinary(hostiles)
-    with helpers.own_scratch(str(tmp_path)) as scratch:
-        rows, failures = trace_chunk(records)
+    rows, failures = trace_chunk(records)
     assert failures == {}
     assert_ordinary_untouched(records, rows)
     for name, result in ATTACK_RESULTS.items():
         assert rows[name]["events"][-1]["arg"] == result, name
     assert all(rows[name]["exit"] == "normal" for name in LEFT_BEHIND)
-    assert helpers.processes_mentioning(scratch) == []
+    helpers.assert_the_sandbox_leaves_nothing()
 
 
 RUNNER_KILLERS = {
@@ -101,11 +100,10 @@ RUNNER_KILLERS = {
 
 def test_a_record_that_kills_the_runner_is_blamed_and_no_other(tmp_path):
     records = beside_ordinary([hostile(name, "import time\n" + DAEMON + code) for name, code in RUNNER_KILLERS.items()])
-    with helpers.own_scratch(str(tmp_path)) as scratch:
-        rows, failures = trace_chunk(records)
+    rows, failures = trace_chunk(records)
     assert_ordinary_untouched(records, rows)
     assert set(failures) == set(RUNNER_KILLERS)
     for name, failure in failures.items():
         assert (failure["stage"], failure["error_type"]) == ("sandbox", "SandboxFailed")
         assert repr(name) in failure["message"] and "the runner died or was stopped" in failure["message"]
-    assert helpers.processes_mentioning(scratch) == []
+    helpers.assert_the_sandbox_leaves_nothing()
