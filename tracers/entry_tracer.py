@@ -26,12 +26,12 @@ Standard library only.
 """
 
 import bisect
-import json
 import sys
 from array import array
 from itertools import islice
 from operator import is_
 
+from tracers.pytrace import json_writer
 from tracers.repo_code import CO_NEWLOCALS, CodeInfo, render_input
 from tracers.saferepr import Limits, SafeRepr
 
@@ -50,7 +50,7 @@ DEFAULT_BUDGETS = {
 # Type ids, not types: hashing or comparing a type runs its metaclass's __hash__/__eq__.
 _IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 _FLAT = frozenset(map(id, (list, tuple, dict)))
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_dumps = json_writer(",", ":")
 _settrace = sys.settrace
 _gettrace = sys.gettrace
 

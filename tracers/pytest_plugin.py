@@ -24,17 +24,19 @@ hook is no longer installed (the suite called `sys.settrace`), or a run in which
 Standard library only; pytest is not imported (the hooks are plain methods).
 """
 
-import json
 import os
 import sys
 import threading
 
 from tracers import watchdog
 from tracers.entry_tracer import DEFAULT_BUDGETS
-from tracers.pytrace import TRACER_VERSION
+from tracers.pytrace import TRACER_VERSION, json_writer
 
 MESSAGE_CHARS = 2000
-_HOOKS = ((sys, "settrace", sys.settrace), (threading, "settrace", threading.settrace))
+# By module name: in the runner's sealed copy (tracers/seal.py) `sys` and `threading` are snapshots, and only
+# the modules themselves (sys.modules) show what the suite replaced.
+_HOOKS = (("sys", "settrace", sys.settrace), ("threading", "settrace", threading.settrace))
+_dumps = json_writer(",", ":")
 
 
 class Sink:
@@ -61,7 +63,7 @@ class Sink:
         return True
 
     def obj(self, **fields):
-        return self.write(json.dumps(fields, separators=(",", ":")))
+        return self.write(_dumps(fields))
 
     def flush(self):
         try:
@@ -111,7 +113,7 @@ class TracePlugin:
         if self._patched_reported or self.guard is None or not self.trace:
             return
         replaced = [
-            "%s.settrace" % module.__name__ for module, name, real in _HOOKS if getattr(module, name) is not real
+            "%s.settrace" % module for module, name, real in _HOOKS if getattr(sys.modules[module], name) is not real
         ]
         if replaced:
             self._patched_reported = True

@@ -60,7 +60,7 @@ def _unencodable(value):
     raise TypeError("not JSON serializable: %s" % type(value).__name__)
 
 
-def _json_writer(item_separator, key_separator):
+def json_writer(item_separator, key_separator):
     """`json.dumps` with these separators, built once from the C encoder: patching `json` changes nothing."""
     make = _json_encoder.c_make_encoder
     if make is None:  # no _json accelerator: the pure encoder, bound now
@@ -80,8 +80,8 @@ def _json_writer(item_separator, key_separator):
     return lambda value: join(chunks(value, 0))
 
 
-_encode = _json_writer(",", ":")  # an event line
-encode_object = _json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
+_encode = json_writer(",", ":")  # an event line
+encode_object = json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
 
 
 def _opaque(function):

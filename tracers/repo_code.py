@@ -5,9 +5,10 @@ manifest's globs. A file is the repository's code when its path relative to the 
 `include` glob and no `exclude` glob; conftest.py and test modules never are.
 """
 
-import json
 import os
 import re
+
+from tracers.pytrace import encode_object
 
 CO_NEWLOCALS = 0x0002
 CO_VARARGS = 0x0004
@@ -111,7 +112,7 @@ class CodeInfo:
     def __init__(self, code, path):
         self.path = path
         self.qualname = getattr(code, "co_qualname", code.co_name)
-        self.qualname_json = json.dumps(self.qualname)
+        self.qualname_json = encode_object(self.qualname)
         self.firstlineno = code.co_firstlineno
         flags = code.co_flags
         self.suspends = bool(flags & CO_SUSPENDS)

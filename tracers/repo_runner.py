@@ -19,6 +19,7 @@ from tracers.install import install
 from tracers.pytest_plugin import Sink, TracePlugin, header
 from tracers.repo_code import PathFilter
 from tracers.saferepr import Limits
+from tracers.seal import sealed
 from tracers.watchdog import supervise
 
 WATCHDOG_MARGIN_S = 1.0
@@ -111,4 +112,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sealed(globals())["main"](sys.argv[1:])  # a suite's patches of modules and builtins reach none of it

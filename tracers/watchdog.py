@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from tracers.pytrace import encode_object
+
 WATCHDOG_EXIT = 71
 PR_SET_DUMPABLE = 4
 MAX_LINE = 1 << 16
@@ -105,6 +107,6 @@ def supervise(argv, budget_s, poll_s=0.1):
 def report(fd, kind, nodeid):
     """Write one progress line (the pytest side); a closed or full pipe is ignored."""
     try:
-        os.write(fd, kind + b" " + json.dumps(nodeid).encode("ascii") + b"\n")
+        os.write(fd, kind + b" " + encode_object(nodeid).encode("ascii") + b"\n")
     except (OSError, TypeError, ValueError):
         pass

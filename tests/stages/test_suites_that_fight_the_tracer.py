@@ -2,8 +2,9 @@
 (issue 10, item 10).
 
 Each hostile repository is a real git repo traced by `trace_repo` in the bwrap sandbox: its conftest
-replaces `sys.settrace`, turns tracing off or installs its own hook during some tests, or disables the
-in-process watchdog before a test blocks forever; one test kills the runner outright. Every case is a
+replaces `sys.settrace`, turns tracing off or installs its own hook during some tests, disables the
+in-process watchdog before a test blocks forever, or patches the tracer's modules and `json`; one test kills
+the runner outright. Every case is a
 failure row naming the repository, the cause and the tests concerned, and the ordinary tests beside the
 hostile ones come out traced exactly as in a plain suite.
 """
@@ -128,6 +129,27 @@ KILLS_THE_RUNNER = fixtures._plain(
     ),
 )
 
+TRACER_PATCHED = fixtures._plain(
+    fixtures.SIMPLE_LIB,
+    around(),
+    {
+        "tests/conftest.py": """
+        import json, sys
+
+        # Everything the tracer's own modules use, replaced before any test runs.
+        json.dumps = lambda *args, **kwargs: '{"forged": true}'
+        json.JSONEncoder.encode = lambda self, value: '{"forged": true}'
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tracers"):
+                for attribute, value in list(vars(module).items()):
+                    if isinstance(value, type) and value.__module__ == name:
+                        for method in ("__call__", "_repr", "write", "emit", "_emit"):
+                            if method in vars(value):
+                                setattr(value, method, lambda self, *args, **kwargs: "forged")
+        """
+    },
+)
+
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
@@ -142,6 +164,7 @@ def traced(tmp_path_factory):
         ("tracing-off", TRACING_OFF),
         ("watchdog-killed", WATCHDOG_KILLED),
         ("kills-the-runner", KILLS_THE_RUNNER),
+        ("tracer-patched", TRACER_PATCHED),
     ):
         fixtures.make_repo(root / name, files)
         spec = RepoSpec(name, str(root / name), "main", timeout_s=120, test_timeout_s=2)
@@ -190,3 +213,10 @@ def test_a_test_that_kills_its_runner_costs_only_itself(traced):
     assert calls(traces) == ORDINARY
     row = only_failure(failures, "RunInterrupted")
     assert "tests/test_lib.py::test_kills_the_runner the run ended while it was running" in row["message"]
+
+
+def test_a_suite_that_patches_the_tracer_s_modules_changes_nothing_it_records(traced):
+    """The repository runner runs sealed copies of the tracer (tracers/seal.py), as the function runner does."""
+    traces, failures = traced["tracer-patched"]
+    assert calls(traces) == ORDINARY and failures == []
+    assert "forged" not in repr(traces)
