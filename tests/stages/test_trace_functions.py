@@ -276,3 +276,16 @@ def test_parity_sees_the_perturbation_a_user_repr_causes():
 def test_without_parity_nothing_is_compared():
     perturbed, failures = parity_run("structural", check=False)
     assert set(perturbed.values()) == {None} and failures == {}
+
+
+def test_a_record_s_own_forks_keep_threading_s_after_fork_fixup():
+    """The runner forks a record's child without `threading`'s after-fork fixup (the runner has no other
+    thread); the record's own forks get it back: a child it forks beside a running thread sees one thread."""
+    code = (
+        "import os, threading, time\n\nthreading.Thread(target=time.sleep, args=(2,), daemon=True).start()\n\n"
+        "def f():\n    before = threading.active_count()\n    pid = os.fork()\n"
+        "    if pid == 0:\n        os._exit(threading.active_count())\n"
+        "    return before, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
+    )
+    rows, failures, _ = trace([FunctionRecord("forks_beside_a_thread", code, "", "f", "test:threads")])
+    assert failures == [] and (rows[0]["exit"], rows[0]["events"][-1]["arg"]) == ("normal", "(2, 1)")
