@@ -34,7 +34,6 @@ DEDUP_BATCH = 512
 # From this many records on, the LSH resolution runs as Ray tasks by band (`resolve_distributed`), below it on the
 # driver: the result is the same either way (pipeline/stages/dedup.py says why), only the cost differs.
 DISTRIBUTED_DEDUP_FROM = 20_000
-MAX_SIGNATURE_TASKS = 2048
 DEDUP_PLAN = ResolvePlan()  # the sizes of the distributed resolution's tasks (never its result)
 
 
@@ -92,13 +91,14 @@ def find_duplicates(
 def distributed_duplicates(records: list[FunctionRecord], settings: DedupSettings) -> dict[int, tuple[int, float]]:
     """`resolve_duplicates` of the records' signatures, computed by Ray tasks: the signatures stay in the object
     store (no task and not the driver holds them all), band tasks find the buckets, resolve tasks the result."""
-    batch = max(DEDUP_BATCH, -(-len(records) // MAX_SIGNATURE_TASKS))
+    tasks = RayTasks()
+    batch = DEDUP_PLAN.signature_rows(len(records), tasks.parallelism)
     blocks = [
         (start, min(start + batch, len(records)), [(r.code, r.entry, r.input) for r in records[start : start + batch]])
         for start in range(0, len(records), batch)
     ]
     make = functools.partial(signature_matrix, settings=settings)
-    duplicates, _ = resolve_distributed(blocks, make, settings, RayTasks(), DEDUP_PLAN)
+    duplicates, _ = resolve_distributed(blocks, make, settings, tasks, DEDUP_PLAN)
     return duplicates
 
 

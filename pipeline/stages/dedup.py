@@ -26,11 +26,15 @@ them through `pipeline.engine.orchestrate.RayTasks`) and nothing holds every sig
   3. merge tasks join the forests, a few at a time, into the connected components of "shares a band";
   4. scatter tasks read one contiguous block of signatures each and send the rows of colliding records to the
      resolve task of their component (a component is never split);
-  5. resolve tasks run `resolve_duplicates` itself on their components' records in record order.
+  5. resolve tasks run the serial resolution on their components' records in record order (`resolve_in_order`:
+     `resolve_duplicates`' algorithm without a datasketch object per row, ~10x cheaper; tests pin the two equal).
 The result is the serial one: a record's query only ever returns records of its component, so the serial
 resolution restricted to a union of whole components makes the same decisions with the same similarities; a
 record in no shared bucket is kept by both. A 64-bit key collision only joins two components, never splits
-one, so it changes nothing either. The work is the serial work on colliding records only, in parallel.
+one, so it changes nothing either. The work is the serial work on colliding records only, in parallel; the
+driver holds task handles and the result, never a signature. Task sizes (`ResolvePlan`) bound each task's
+memory and never change the result; the one thing no size bounds is a single component, which one resolve
+task holds whole (bench/RESULTS.md gives the sizes measured).
 """
 
 import builtins
@@ -201,62 +205,85 @@ def signature_block(make: Callable[[Any], np.ndarray], payload: Any, start: int,
     return (sigs, *parts)
 
 
-def components(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The connected components of the edges (u[i], v[i]): (nodes, sorted; the lowest node of each one's
-    component). Vectorised union-find: roots hook under the smaller root, then paths are compressed."""
-    if len(u) == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty
-    nodes, inverse = np.unique(np.concatenate([u, v]), return_inverse=True)
-    a, b = inverse[: len(u)], inverse[len(u) :]
-    parent = np.arange(len(nodes))
+def _hook(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Union-find in place over `parent` (every entry pointing at its root, before and after): for each edge
+    (a[i], b[i]) the larger root hooks under the smaller one, then paths are compressed, until no edge joins
+    two roots. A root is therefore always the lowest node of its component."""
     while True:
         ra, rb = parent[a], parent[b]
         low, high = np.minimum(ra, rb), np.maximum(ra, rb)
         differ = low != high
         if not differ.any():
-            break
+            return
         np.minimum.at(parent, high[differ], low[differ])
-        while True:  # every node points at its root again
+        while True:
             grand = parent[parent]
             if np.array_equal(grand, parent):
                 break
-            parent = grand
+            parent[:] = grand
+
+
+def components(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The connected components of the edges (u[i], v[i]): (the nodes, sorted; the lowest node of each
+    one's component)."""
+    if len(u) == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    nodes, inverse = np.unique(np.concatenate([u, v]), return_inverse=True)
+    parent = np.arange(len(nodes))
+    _hook(parent, inverse[: len(u)], inverse[len(u) :])
     return nodes, nodes[parent]
 
 
-# a forest: (nodes, their component's lowest node, the largest bucket seen)
+# edges (u[i], v[i]) between record positions, and the largest bucket they came from; after a merge, a forest:
+# u the records of shared buckets (sorted), v the lowest record of each one's component
 Forest = tuple[np.ndarray, np.ndarray, int]
 
 
 def band_forest(*parts: list[tuple[np.ndarray, np.ndarray]]) -> Forest:
     """Band task: from every block its (positions, keys) of this task's bands; each bucket (equal keys in one
-    band) of two or more records becomes star edges, and the edges a forest."""
+    band) of two or more records becomes star edges from its first record to the others."""
     us, vs, largest = [], [], 0
     for band in range(len(parts[0]) if parts else 0):
         positions = np.concatenate([part[band][0] for part in parts])
         keys = np.concatenate([part[band][1] for part in parts])
         order = np.argsort(keys, kind="stable")
-        keys, positions = keys[order], positions[order]
-        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-        sizes = np.diff(np.append(starts, len(keys)))
-        if len(sizes):
-            largest = max(largest, int(sizes.max()))
-        first = np.repeat(positions[starts], sizes)
-        other = first != positions
-        us.append(first[other])
-        vs.append(positions[other])
+        keys = keys[order]
+        positions = positions[order]
+        del order
+        boundary = np.empty(len(keys), dtype=bool)
+        boundary[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
+        del keys
+        starts = np.flatnonzero(boundary)
+        sizes = np.diff(np.append(starts, len(positions)))
+        shared = sizes > 1
+        if not shared.any():
+            continue
+        largest = max(largest, int(sizes.max()))
+        in_shared = np.repeat(shared, sizes)  # the records of buckets of two or more
+        first = np.repeat(positions[starts[shared]], sizes[shared] - 1)
+        boundary &= in_shared  # the first record of each shared bucket
+        others = positions[in_shared & ~boundary]
+        us.append(first)
+        vs.append(others)
     if not us:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, largest
-    nodes, roots = components(np.concatenate(us), np.concatenate(vs))
-    return nodes, roots, largest
+    return np.concatenate(us), np.concatenate(vs), largest
 
 
-def merge_forests(*forests: Forest) -> Forest:
-    """Merge task: the union of forests (each an edge list node → root) as one forest."""
-    nodes, roots = components(np.concatenate([f[0] for f in forests]), np.concatenate([f[1] for f in forests]))
-    return nodes, roots, max(f[2] for f in forests)
+def merge_forests(count: int, *forests: Forest) -> Forest:
+    """Merge task: the components of all the forests' edges, as a forest, by union-find over one array of
+    `count` entries (4 bytes a record), the edges read one input at a time."""
+    parent = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+    touched = np.zeros(count, dtype=bool)
+    for u, v, _ in forests:
+        _hook(parent, u, v)
+        touched[u] = True
+        touched[v] = True
+    nodes = np.flatnonzero(touched).astype(np.int64)
+    return nodes, parent[nodes].astype(np.int64), max((f[2] for f in forests), default=0)
 
 
 def split_forest(forest: Forest, bounds: Sequence[tuple[int, int]]) -> tuple:
@@ -300,14 +327,47 @@ def scatter_block(members: tuple[np.ndarray, np.ndarray], tasks: int, lo: int, *
     return out[0] if tasks == 1 else tuple(out)  # one return value is the value itself, not a 1-tuple
 
 
+def resolve_in_order(sigs: np.ndarray, settings: DedupSettings) -> dict[int, tuple[int, float]]:
+    """`resolve_duplicates` without datasketch's objects (a MinHash per row costs ~4 KB and ~0.2 ms): the same
+    bands (`lsh_bands`), a bucket per band holding the rows kept so far under the band's bytes (equal bytes
+    exactly when the serial index's byte-swapped key is equal), the same similarity expression (equal values
+    counted, divided by num_perm, as `MinHash.jaccard`), the same rule (the lowest confirmed kept row)."""
+    bands = lsh_bands(settings)
+    tables: list[dict[bytes, list[int]]] = [{} for _ in bands]
+    width = float(sigs.shape[1]) if sigs.ndim == 2 else 1.0
+    duplicates: dict[int, tuple[int, float]] = {}
+    for position in range(len(sigs)):
+        row = sigs[position]
+        keys = [row[lo:hi].tobytes() for lo, hi in bands]
+        candidates: set[int] = set()
+        for key, table in zip(keys, tables, strict=True):
+            bucket = table.get(key)
+            if bucket:
+                candidates.update(bucket)
+        best = None
+        if candidates:
+            order = sorted(candidates)
+            counts = np.count_nonzero(sigs[order] == row, axis=1).tolist()
+            for kept, count in zip(order, counts, strict=True):
+                if float(count) / width >= settings.threshold:
+                    best = (kept, float(count) / width)
+                    break
+        if best is None:
+            for key, table in zip(keys, tables, strict=True):
+                table.setdefault(key, []).append(position)
+        else:
+            duplicates[position] = best
+    return duplicates
+
+
 def resolve_part(settings: DedupSettings, *parts: tuple[np.ndarray, np.ndarray]) -> tuple:
-    """Resolve task: `resolve_duplicates` over whole components, in record order; (duplicate positions, kept
-    positions, similarities) as arrays."""
+    """Resolve task: the serial resolution (`resolve_in_order`) over whole components, in record order;
+    (duplicate positions, kept positions, similarities) as arrays."""
     positions = np.concatenate([p[0] for p in parts])
     sigs = np.concatenate([p[1] for p in parts])
     order = np.argsort(positions, kind="stable")
     positions, sigs = positions[order], sigs[order]
-    found = resolve_duplicates(list(sigs), settings)
+    found = resolve_in_order(sigs, settings)
     local = np.fromiter(found.keys(), dtype=np.int64, count=len(found))
     kept = np.fromiter((k for k, _ in found.values()), dtype=np.int64, count=len(found))
     similarity = np.fromiter((s for _, s in found.values()), dtype=np.float64, count=len(found))
@@ -343,6 +403,9 @@ class InProcessTasks:
         return None
 
 
+INLINE_ROWS = 6400  # (position, key) pairs of 16 bytes over Ray's 100 KB limit for values kept by the driver
+
+
 @dataclass(frozen=True)
 class ResolvePlan:
     """How big the distributed resolution's tasks are. The result never depends on it, only the memory per
@@ -352,9 +415,26 @@ class ResolvePlan:
 
     bands_per_task: int = 1
     band_rows: int = 1 << 23  # keys per band before the key space is split into partitions
-    scatter_rows: int = 1 << 17
-    resolve_rows: int = 1 << 16
+    scatter_rows: int = 1 << 18
+    resolve_rows: int = 1 << 17
     merge_fan_in: int = 4
+    block_rows: tuple[int, int] = (512, 8192)  # records per signature task, at least / at most (before the cap)
+    max_signature_tasks: int = 2048
+
+    def signature_rows(self, count: int, parallelism: int) -> int:
+        """Records per signature task: about four tasks per worker, within `block_rows`, and never more than
+        `max_signature_tasks` tasks. Large blocks keep each band slice a task returns over Ray's inline limit
+        (100 KB: 16 bytes a record), so they go to the object store, not into the driver's memory."""
+        least, most = self.block_rows
+        rows = max(least, min(most, count // max(1, 4 * parallelism)), -(-count // self.max_signature_tasks))
+        partitions = self.partitions(count)
+        if partitions > 1:  # each of a block's band slices is split again: keep every slice over the limit
+            rows = max(rows, min(count, INLINE_ROWS * partitions))
+        return rows
+
+    def partitions(self, count: int) -> int:
+        """Key partitions per band: band tasks hold at most ~`band_rows` keys each."""
+        return max(1, math.ceil(count * max(1, self.bands_per_task) / self.band_rows))
 
 
 @dataclass
@@ -381,7 +461,7 @@ def submit_signatures(
     count = sum(stop - start for start, stop, _ in blocks)
     per = max(1, plan.bands_per_task)
     groups = tuple(tuple(bands[i : i + per]) for i in range(0, len(bands), per))
-    layout = Layout(groups, max(1, math.ceil(count * per / plan.band_rows)))
+    layout = Layout(groups, plan.partitions(count))
     sig_refs, part_refs = [], []
     returns = 1 + len(groups) * layout.partitions
     for start, _, payload in blocks:
@@ -399,9 +479,11 @@ def resolve_submitted(
     n_band_tasks = len(submitted.part_refs[0]) if submitted.part_refs else 0
     forests = [tasks.submit(band_forest, *[parts[i] for parts in submitted.part_refs])[0] for i in range(n_band_tasks)]
     merges = 0
-    while len(forests) > 1:
-        fan = max(2, plan.merge_fan_in)
-        forests = [tasks.submit(merge_forests, *forests[i : i + fan])[0] for i in range(0, len(forests), fan)]
+    fan = max(2, plan.merge_fan_in)
+    while len(forests) > 1 or (forests and merges == 0):  # at least one merge: band edges are not a forest
+        forests = [
+            tasks.submit(merge_forests, submitted.count, *forests[i : i + fan])[0] for i in range(0, len(forests), fan)
+        ]
         merges += len(forests)
     groups = _scatter_groups(submitted.bounds, plan.scatter_rows)
     group_bounds = [(submitted.bounds[g[0]][0], submitted.bounds[g[-1]][1]) for g in groups]

@@ -22,6 +22,7 @@ from pipeline.stages.dedup import (
     lsh_bands,
     resolve_distributed,
     resolve_duplicates,
+    resolve_in_order,
     signature_matrix,
 )
 
@@ -145,6 +146,15 @@ def test_distributed_resolution_equals_the_serial_one(corpus_sigs, plan):
     found, info = distributed(corpus_sigs, plan)
     assert found == expected  # same dropped positions, same kept position and similarity for each
     assert info["colliding"] < len(corpus_sigs)  # records in no shared bucket never reach a resolve task
+
+
+def test_the_resolve_tasks_loop_is_resolve_duplicates(corpus_sigs):
+    """`resolve_in_order` (what resolve tasks run) against the datasketch index, on everything at once."""
+    assert resolve_in_order(corpus_sigs, SETTINGS) == serial(corpus_sigs)
+    planted = planted_signatures(3000, seed=9)
+    assert resolve_in_order(planted, SETTINGS) == serial(planted)
+    other = DedupSettings(num_perm=64, threshold=0.6)
+    assert resolve_in_order(planted[:, :64], other) == resolve_duplicates(list(planted[:, :64]), other)
 
 
 def test_the_same_on_other_corpora_and_block_sizes():
