@@ -15,15 +15,16 @@ The result is defined by `resolve_duplicates`, the serial resolution: records in
 an index of the records kept so far, a candidate confirmed when its estimated similarity reaches the
 threshold, the first (lowest-position) confirmed one named; a record with none is kept and indexed.
 
-Past a few thousand records the resolution is distributed over tasks (`resolve_distributed`; the job submits
-them through `pipeline.engine.orchestrate.RayTasks`) and nothing holds every signature:
+From `DISTRIBUTED_DEDUP_FROM` records on (20,000; pipeline/kinds/functions.py) the resolution is distributed
+over tasks (`resolve_distributed`; the job submits them through `pipeline.engine.orchestrate.RayTasks`) and
+nothing holds every signature:
   1. signature tasks (a block of records each) keep their signature matrix in the object store and hash each
      LSH band of each row (the same `MinHashLSH(threshold, num_perm).hashranges` as the serial index) into a
      64-bit key, split by key into `partitions`;
   2. band tasks own a range of bands and one key partition: they hold only those (position, key) pairs, sort
-     them, and turn every bucket of two or more records into edges, reduced to a forest (record → the lowest
-     position it is connected to);
-  3. merge tasks join the forests, a few at a time, into the connected components of "shares a band";
+     them, and turn every bucket of two or more records into star edges (its first record → each other one);
+  3. merge tasks, a few inputs at a time, union-find the edges (one int32 per record) into a forest: each
+     record of a shared bucket → the lowest record of its connected component of "shares a band";
   4. scatter tasks read one contiguous block of signatures each and send the rows of colliding records to the
      resolve task of their component (a component is never split);
   5. resolve tasks run the serial resolution on their components' records in record order (`resolve_in_order`:
