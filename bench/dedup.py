@@ -23,8 +23,9 @@ measured apart from them: its records are planted signatures (see `planted_block
 functions, and copies of earlier rows, often of copies, with 0-40 of the 128 values replaced, estimated
 similarity 1.0 down to ~0.69; a few popular rows copied many times), generated inside the signature tasks, and
 the signature step's rate is measured on `--sample` generated documents (`documents`). Every task reports its
-seconds and its peak resident memory (VmHWM, reset when the task starts, so it is that task's own peak: the
-worker's baseline plus what the task held and the object-store pages it read).
+seconds and its peak resident memory (VmHWM, reset when the task starts) and, sampled every 5 ms, its private
+memory (RssAnon) and the object-store pages it mapped (RssShmem); the resolution runs a second time over the
+same signature tasks with every task in a new worker (`max_calls=1`), so that a task's memory is its own.
 """
 
 import argparse

@@ -31,7 +31,9 @@ OPS = ["+", "-", "*", "//", "%", "^", "|", "&"]
 NAMES = ["acc", "x", "y", "z", "total", "tmp"]
 
 # small tasks, so every stage splits: key partitions, several merge levels, scatter groups and resolve tasks
-SMALL = ResolvePlan(bands_per_task=2, band_rows=600, scatter_rows=150, resolve_rows=60, merge_fan_in=2)
+SMALL = ResolvePlan(
+    bands_per_task=2, band_rows=600, scatter_rows=150, resolve_rows=60, merge_fan_in=2, block_rows=(16, 64)
+)
 PLANS = [ResolvePlan(), SMALL, ResolvePlan(bands_per_task=9, band_rows=10**9, scatter_rows=10**9, resolve_rows=1)]
 
 
