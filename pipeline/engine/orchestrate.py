@@ -12,6 +12,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from pipeline.engine.dataset import UnitRecord
 from pipeline.engine.executor import Unit
@@ -134,3 +135,33 @@ class TerminalProgress:
         if finished == total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+class RayTasks:
+    """Ray tasks for a stage that wires its own task graph (`pipeline.stages.dedup.resolve_distributed`):
+    `submit` returns object refs, which later submits take as arguments (Ray passes them between workers
+    without the driver fetching them); `gather` fetches values."""
+
+    def __init__(self, *, address: str | None = None, workers: int | None = None):
+        import ray
+
+        start_ray(address, workers)
+        self._ray = ray
+        self._remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_apply)
+        self.parallelism = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def submit(self, fn: Callable, *args, num_returns: int = 1) -> list:
+        refs = self._remote.options(num_returns=num_returns).remote(fn, *args)
+        return [refs] if num_returns == 1 else list(cast(Sequence, refs))
+
+    def gather(self, handles: list) -> list:
+        return self._ray.get(list(handles))
+
+    def wait(self, handles: list) -> None:
+        if handles:
+            self._ray.wait(list(handles), num_returns=len(handles), fetch_local=False)
+
+
+def _apply(fn: Callable, *args):
+    """The remote function of `RayTasks`: fn(*args), the refs among args already resolved by Ray."""
+    return fn(*args)

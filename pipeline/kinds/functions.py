@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
-from pipeline.engine.orchestrate import map_tasks
+from pipeline.engine.orchestrate import RayTasks, map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
@@ -19,11 +19,22 @@ from pipeline.kinds.options import (
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
-from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
+from pipeline.stages.dedup import (
+    DedupSettings,
+    ResolvePlan,
+    resolve_distributed,
+    resolve_duplicates,
+    signature_matrix,
+    signatures,
+)
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 DEDUP_BATCH = 512
+# From this many records on, the LSH resolution runs as Ray tasks by band (`resolve_distributed`), below it on the
+# driver: the result is the same either way (pipeline/stages/dedup.py says why), only the cost differs.
+DISTRIBUTED_DEDUP_FROM = 20_000
+DEDUP_PLAN = ResolvePlan()  # the sizes of the distributed resolution's tasks (never its result)
 
 
 @dataclass(frozen=True)
@@ -40,19 +51,26 @@ class Chunk:
 def find_duplicates(
     records: list[FunctionRecord], settings: DedupSettings
 ) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
-    """Kept records and `duplicates` rows: signatures in Ray tasks, resolution here in record order."""
+    """Kept records and `duplicates` rows: signatures in Ray tasks, then the serial resolution in record order,
+    on the driver for a small file, as Ray tasks by band from DISTRIBUTED_DEDUP_FROM records on (the same
+    result)."""
     counters = StageCounters("dedup")
     counters.n_in = len(records)
     if not settings.enabled or not records:
         counters.n_out = len(records)
         return records, [], counters
     with counters.timed():
-        batches = [
-            [(r.code, r.entry, r.input) for r in records[start : start + DEDUP_BATCH]]
-            for start in range(0, len(records), DEDUP_BATCH)
-        ]
-        sigs = [sig for batch in map_tasks(functools.partial(signatures, settings=settings), batches) for sig in batch]
-        duplicates = resolve_duplicates(sigs, settings)
+        if len(records) >= DISTRIBUTED_DEDUP_FROM:
+            duplicates = distributed_duplicates(records, settings)
+        else:
+            batches = [
+                [(r.code, r.entry, r.input) for r in records[start : start + DEDUP_BATCH]]
+                for start in range(0, len(records), DEDUP_BATCH)
+            ]
+            sigs = [
+                sig for batch in map_tasks(functools.partial(signatures, settings=settings), batches) for sig in batch
+            ]
+            duplicates = resolve_duplicates(sigs, settings)
     rows = [
         {
             "unit_id": "",
@@ -68,6 +86,20 @@ def find_duplicates(
     if rows:
         counters.drop("near_duplicate", len(rows))
     return kept, rows, counters
+
+
+def distributed_duplicates(records: list[FunctionRecord], settings: DedupSettings) -> dict[int, tuple[int, float]]:
+    """`resolve_duplicates` of the records' signatures, computed by Ray tasks: the signatures stay in the object
+    store (no task and not the driver holds them all), band tasks find the buckets, resolve tasks the result."""
+    tasks = RayTasks()
+    batch = DEDUP_PLAN.signature_rows(len(records), tasks.parallelism)
+    blocks = [
+        (start, min(start + batch, len(records)), [(r.code, r.entry, r.input) for r in records[start : start + batch]])
+        for start in range(0, len(records), batch)
+    ]
+    make = functools.partial(signature_matrix, settings=settings)
+    duplicates, _ = resolve_distributed(blocks, make, settings, tasks, DEDUP_PLAN)
+    return duplicates
 
 
 def read_counted(path: str) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
