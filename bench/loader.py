@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, table_shards
 from pipeline.engine.versions import shard_file
 from pipeline.loader import PackedLoader
 
@@ -31,7 +31,7 @@ def shard_paths(packed: str) -> list[str]:
     fs, root = open_root(packed)
     manifest = read_manifest(fs, root)
     assert manifest is not None, f"{packed} holds no dataset"
-    return [shard_file(root, shard["path"]) for shard in manifest["tables"]["packed"]["shards"]]
+    return [shard_file(root, shard["path"]) for shard in table_shards(fs, root, manifest, "packed")]
 
 
 def packed_loader(packed: str, batch: int, cache: int) -> int:

@@ -1,6 +1,7 @@
 """The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect`, `export`,
 `refresh` (a new dataset version with only what is new), `report` (report.html and plots of a version),
-`pretrain` (train on a packed dataset) and `evaluate` (score a trained model).
+`compact` (merge a dataset's small shards into large files), `pretrain` (train on a packed dataset) and
+`evaluate` (score a trained model).
 
 Exit status: 0 done; 1 some units failed (the dataset holds the others; run again to complete it);
 2 bad input or configuration, or the machine lacks something (named, with the fix), before any work.
@@ -9,6 +10,7 @@ Exit status: 0 done; 1 some units failed (the dataset holds the others; run agai
 import argparse
 import sys
 
+from pipeline.compact import add_compact_arguments, add_compaction_options, compaction_from, run_compact
 from pipeline.engine.errors import SetupError
 from pipeline.engine.job import JobIncomplete, run_job
 from pipeline.engine.versions import CommitConflict
@@ -24,6 +26,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset made with another config at --out")
+    add_compaction_options(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_refresh_arguments(refresh)
     report = commands.add_parser("report", help="write report.html and PNG plots beside a version's manifest")
     report.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
+    add_compact_arguments(commands.add_parser("compact", help="merge a dataset's small shards into large files"))
     add_pretrain_arguments(commands.add_parser("pretrain", help="train the neural debugger on a packed dataset"))
     add_evaluate_arguments(commands.add_parser("evaluate", help="score a trained model per action (and on Go)"))
     return parser
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "refresh":
             return run_refresh(args)
+        if args.command == "compact":
+            return run_compact(args)
         if args.command == "pretrain":
             return run_pretrain(args)
         if args.command == "evaluate":
@@ -84,7 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--workers must be >= 1, got {args.workers}")
         source, config = kind.configure(args)
         run_job(
-            kind, source, config, args.out, workers=args.workers, address=args.ray_address, overwrite=args.overwrite
+            kind,
+            source,
+            config,
+            args.out,
+            workers=args.workers,
+            address=args.ray_address,
+            overwrite=args.overwrite,
+            compaction=compaction_from(args),
         )
         print(summarize(args.out))
         return 0

@@ -6,7 +6,7 @@ import posixpath
 import polars as pl
 
 from pipeline.debugger.report import trajectory_report
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, shard_count, table_shards
 from pipeline.engine.versions import resolve_dataset, shard_file, version_lines
 from schemas.fields import named_pairs
 
@@ -17,7 +17,7 @@ def load_table(out: str, table: str) -> pl.DataFrame | None:
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
-    shards = manifest["tables"].get(table, {}).get("shards", [])
+    shards = table_shards(fs, root, manifest, table)
     if not shards:
         return None
     frames = []
@@ -52,8 +52,8 @@ def summarize(out: str, *, examples: int = 1) -> str:
     for name, table in manifest["tables"].items():
         if table["rows"]:
             lines.append(
-                f"  {name:<14} {table['rows']:>8} rows  {len(table['shards']):>4} shards  "
-                f"{table['bytes'] / 1e6:>8.2f} MB  {_shard_dirs(root, table)}"
+                f"  {name:<14} {table['rows']:>8} rows  {shard_count(table):>4} shards  "
+                f"{table['bytes'] / 1e6:>8.2f} MB  {_shard_dirs(root, table_shards(fs, root, manifest, name))}"
             )
     if empty:
         lines.append(f"  (no rows: {', '.join(empty)})")
@@ -99,9 +99,9 @@ def summarize(out: str, *, examples: int = 1) -> str:
     return "\n".join(lines)
 
 
-def _shard_dirs(root: str, table: dict) -> str:
+def _shard_dirs(root: str, shards: list[dict]) -> str:
     """Where a table's shards are: one directory, or (a refreshed version) its own and earlier versions'."""
-    dirs = sorted({posixpath.dirname(shard_file(root, shard["path"])) for shard in table["shards"]})
+    dirs = sorted({posixpath.dirname(shard_file(root, shard["path"])) for shard in shards})
     return f"{dirs[0]}/*.parquet" if len(dirs) == 1 else f"{', '.join(dirs)} (the manifest lists each shard)"
 
 

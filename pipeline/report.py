@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, shard_count
 from pipeline.engine.versions import committed_versions, log_entry, resolve_dataset
 from pipeline.inspect import counts, load_table, summarize
 
@@ -146,8 +146,7 @@ def escape(value: object) -> str:
 
 def _html(uri: str, manifest: dict, history: list[dict], drawn: list[Plot], text: str) -> str:
     rows = "".join(
-        f"<tr><td>{escape(name)}</td><td>{t['rows']}</td><td>{len(t['shards'])}</td>"
-        f"<td>{t['bytes'] / 1e6:.2f}</td></tr>"
+        f"<tr><td>{escape(name)}</td><td>{t['rows']}</td><td>{shard_count(t)}</td><td>{t['bytes'] / 1e6:.2f}</td></tr>"
         for name, t in sorted(manifest["tables"].items())
     )
     summary = ""

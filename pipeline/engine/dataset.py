@@ -2,18 +2,28 @@
 
 Layout under the root (a local path or any URI `pyarrow.fs` resolves):
     {table}/part-{unit:05d}-{seq:04d}.parquet   shards, written by the units
-    _units/{unit:05d}.json                       completion record of a unit (its shards and counters)
+    {table}/compact-{group:05d}.parquet          compacted shards: whole units merged (pipeline/engine/compaction.py)
+    _units/{unit:05d}.json                       completion record of a unit (its shards, or its slices of
+                                                 compacted shards, and counters)
+    _compaction/                                 a compaction's plan and group records while one is under way
+    _index/{table}.parquet                       a table's shard list, when it is too long to inline (format 2)
     stats.json                                   per stage in/out/dropped/seconds, per table rows and bytes
     manifest.json                                the dataset: config, per-table shards and totals, stats
 A unit whose completion record exists for the same config hash and input fingerprint is finished and is
 skipped on re-run.
+
+Manifest format 2 (`tracegen-dataset/2`, schemas/manifest.md): each table holds `shard_count` and either
+`shards` (the list, inline, up to INLINE_SHARDS entries) or `shard_index` (the list as a Parquet file beside
+the manifest, with its sha256). Readers go through `table_shards`, which reads both, and format 1.
 """
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -22,7 +32,13 @@ from pipeline.writers.parquet import ShardInfo, temporary_path
 from schemas import TABLES
 
 MANIFEST = "manifest.json"
-FORMAT = "tracegen-dataset/1"
+FORMAT = "tracegen-dataset/2"
+FORMATS = ("tracegen-dataset/1", FORMAT)  # what readers accept
+INDEX = "_index"
+INLINE_SHARDS = 1024  # a longer shard list (or refresh unit list) goes to a Parquet index beside the manifest
+SHARD_INDEX_SCHEMA = pa.schema(
+    [("path", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64()), ("sha256", pa.string())]
+)
 
 
 def open_root(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -104,8 +120,60 @@ def finished_unit(fs: pafs.FileSystem, root: str, unit: int, config_hash: str) -
 
 
 def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
+    """The manifest at `root`, None when there is none; a ValueError for a format this code cannot read."""
     text = read_text(fs, f"{root}/{MANIFEST}")
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    manifest = json.loads(text)
+    found = manifest.get("format", FORMATS[0])
+    if found not in FORMATS:
+        raise ValueError(f"{root}/{MANIFEST} is of format {found!r}; this tracegen reads {', '.join(FORMATS)}")
+    return manifest
+
+
+def table_shards(fs: pafs.FileSystem, root: str, manifest: dict, table: str) -> list[dict]:
+    """The shards of `table` in manifest order ({path, rows, bytes, sha256}): inline, or read from the
+    table's Parquet index (checked against the sha256 the manifest records)."""
+    entry = manifest.get("tables", {}).get(table, {})
+    if "shard_index" not in entry:
+        return entry.get("shards", [])
+    return read_index(fs, root, entry["shard_index"], f"{table}'s shard index").to_pylist()
+
+
+def shard_count(entry: dict) -> int:
+    """How many shards a manifest's table entry lists (format 1 or 2)."""
+    return entry["shard_count"] if "shard_count" in entry else len(entry.get("shards", []))
+
+
+def write_index(fs: pafs.FileSystem, root: str, name: str, table: pa.Table) -> dict:
+    """Write `table` as `_index/{name}.parquet` (temp name, then rename); returns what the manifest records."""
+    fs.create_dir(f"{root}/{INDEX}", recursive=True)
+    relative = f"{INDEX}/{name}.parquet"
+    temporary = temporary_path(f"{root}/{relative}")
+    with fs.open_output_stream(temporary) as sink:
+        pq.write_table(table, sink, compression="zstd", write_statistics=False)
+    fs.move(temporary, f"{root}/{relative}")
+    with fs.open_input_stream(f"{root}/{relative}") as source:
+        digest = hashlib.sha256(source.read()).hexdigest()
+    return {"path": relative, "count": table.num_rows, "sha256": digest}
+
+
+def read_index(fs: pafs.FileSystem, root: str, index: dict, what: str) -> pa.Table:
+    with fs.open_input_stream(f"{root}/{index['path']}") as source:
+        data = source.read()
+    if hashlib.sha256(data).hexdigest() != index["sha256"]:
+        raise ValueError(f"{root}/{index['path']} ({what}) is not the file the manifest lists: it was replaced")
+    return pq.read_table(pa.BufferReader(data))
+
+
+def manifest_files(records: list[UnitRecord], table: str) -> list[ShardInfo]:
+    """The files the units' shards of `table` lie in, each once (a compacted file holds slices of many
+    units), sorted by path."""
+    files: dict[str, ShardInfo] = {}
+    for record in records:
+        for info in record.shards.get(table, []):
+            files.setdefault(info.path, info.file())
+    return [files[path] for path in sorted(files)]
 
 
 def table_rows(uri: str, table: str) -> Iterator[dict]:
@@ -118,7 +186,7 @@ def table_rows(uri: str, table: str) -> Iterator[dict]:
     manifest = read_manifest(fs, root)
     if manifest is None:
         raise ValueError(f"{uri!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
-    for shard in manifest["tables"].get(table, {}).get("shards", []):
+    for shard in table_shards(fs, root, manifest, table):
         with fs.open_input_file(shard_file(root, shard["path"])) as source:
             yield from pq.read_table(source).to_pylist()
 
@@ -135,23 +203,29 @@ def write_manifest(
     code_version: str,
     failed_units: dict[str, str] | None = None,
     files: dict[str, str] | None = None,
+    extra: dict | None = None,
 ) -> dict:
     """Assemble the manifest from the units' completion records; write `stats.json`, then the manifest last.
 
     Units that failed are listed (`failed_units`) and contribute nothing; a re-run completes them. `files`
     (name -> sha256) lists what the dataset holds beside its tables (a packed dataset's tokenizer.json).
+    A table lists each file once (a compacted file holds many units' slices); past INLINE_SHARDS files the
+    list goes to `_index/{table}.parquet`. `extra` adds top-level keys (a refresh's units, compaction).
     """
     tables = {}
     for name, module in TABLES.items():
-        shards = sorted(
-            (info for record in records for info in record.shards.get(name, [])), key=lambda info: info.path
-        )
+        shards = manifest_files(records, name)
         tables[name] = {
             "schema_version": module.VERSION,
-            "shards": [info.as_dict() for info in shards],
+            "shard_count": len(shards),
             "rows": sum(info.rows for info in shards),
             "bytes": sum(info.bytes for info in shards),
         }
+        if len(shards) <= INLINE_SHARDS:
+            tables[name]["shards"] = [info.as_dict() for info in shards]
+        else:
+            listed = pa.Table.from_pylist([info.as_dict() for info in shards], schema=SHARD_INDEX_SCHEMA)
+            tables[name]["shard_index"] = write_index(fs, root, name, listed)
     manifest = {
         "format": FORMAT,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -167,11 +241,12 @@ def write_manifest(
     }
     if files:
         manifest["files"] = dict(sorted(files.items()))
+    manifest.update(extra or {})
     stats = {
         "stages": manifest["stats"],
         "failed_units": manifest["failed_units"],
         "tables": {
-            name: {"rows": t["rows"], "bytes": t["bytes"], "shards": len(t["shards"])} for name, t in tables.items()
+            name: {"rows": t["rows"], "bytes": t["bytes"], "shards": t["shard_count"]} for name, t in tables.items()
         },
     }
     write_text(fs, f"{root}/stats.json", json.dumps(stats, indent=2, sort_keys=True))

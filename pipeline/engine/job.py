@@ -4,11 +4,13 @@ import functools
 import hashlib
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from pipeline.engine.compaction import CompactionSettings, compact
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import (
     MANIFEST,
@@ -102,6 +104,7 @@ def run_job(
     workers: int | None = None,
     address: str | None = None,
     overwrite: bool = False,
+    compaction: CompactionSettings | None = None,
 ) -> dict:
     """Run a job of `kind` over `source` into the dataset at `out`; returns the manifest.
 
@@ -122,6 +125,7 @@ def run_job(
         address=address,
         overwrite=overwrite,
         beside=kind.beside(units, config),
+        compaction=compaction,
     )
 
 
@@ -136,9 +140,11 @@ def execute_job(
     address: str | None = None,
     overwrite: bool = False,
     beside: dict[str, str] | None = None,
+    compaction: CompactionSettings | None = None,
 ) -> dict:
-    """Run every unit (finished ones are skipped) and commit the dataset by writing its manifest; the
-    `beside` files (name -> text) are written first and listed in the manifest."""
+    """Run every unit (finished ones are skipped), compact (pipeline/engine/compaction.py: when `compaction`
+    wants it and no unit failed; broken groups always) and commit the dataset by writing its manifest;
+    the `beside` files (name -> text) are written first and listed in the manifest."""
     config_hash = config.hash()
     prepare_output(out, config_hash, overwrite)
     fs, root = open_root(out)
@@ -148,10 +154,14 @@ def execute_job(
         execute_unit, produce=produce, out=out, config_hash=config_hash, zstd_level=config.zstd_level
     )
     records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress(throughput))
+    settings = compaction or CompactionSettings()
+    if failed:  # compacted once complete, so a resumed job's files are those of one run from scratch
+        settings = replace(settings, mode="never")
+    compacted = compact(fs, root, records, settings, config.zstd_level, uri=out, persist_records=True)
     manifest = write_manifest(
         fs,
         root,
-        records,
+        compacted.records,
         kind=config.kind,
         config=config.as_dict(),
         config_hash=config_hash,
@@ -159,7 +169,9 @@ def execute_job(
         code_version=code_version(),
         failed_units=failed,
         files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (beside or {}).items()},
+        extra=compacted.manifest_extra(settings),
     )
+    compacted.finish()
     if failed:
         raise JobIncomplete(
             f"{len(failed)} of {len(units)} units failed ({', '.join(sorted(failed)[:5])}...); "

@@ -3,8 +3,11 @@
 Layout under ROOT:
     versions/{N}/            version N: its own shards, `_units/` completion records, `manifest.json`. Its
                              manifest may also list shards of earlier versions (`../M/traces/...`): what did
-                             not change is referenced, never copied. Until N is committed the directory is
-                             the staging area of the refresh building it (a killed run's units are reused).
+                             not change is referenced, never copied. A compacted file of an earlier
+                             version is referenced while all the units it holds are unchanged; otherwise
+                             its unchanged units are re-written into N's compacted files (refresh/run.py).
+                             Until N is committed the directory is the staging area of the refresh
+                             building it (a killed run's units are reused).
     _log/{N:020d}.json       the commit: version N exists once this file does, and never changes after.
     LATEST                   a hint (the number of the latest version), rewritten after each commit.
 
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import MANIFEST, open_root, read_manifest, read_text, write_text
+from pipeline.engine.dataset import MANIFEST, open_root, read_manifest, read_text, table_shards, write_text
 
 LOG = "_log"
 VERSIONS = "versions"
@@ -127,11 +130,12 @@ def write_latest(fs: pafs.FileSystem, root: str, n: int) -> None:
     write_text(fs, f"{root}/{LATEST}", f"{n}\n")
 
 
-def referenced_versions(manifest: dict) -> set[int]:
-    """The versions whose directories hold shards this manifest lists (`../M/...` paths)."""
+def referenced_versions(fs: pafs.FileSystem, version_root: str, manifest: dict) -> set[int]:
+    """The versions whose directories hold shards this manifest lists (`../M/...` paths: unit shards and
+    compacted files alike)."""
     found = set()
-    for table in manifest.get("tables", {}).values():
-        for shard in table.get("shards", []):
+    for table in manifest.get("tables", {}):
+        for shard in table_shards(fs, version_root, manifest, table):
             parts = shard["path"].split("/")
             if parts[0] == ".." and len(parts) > 1 and parts[1].isdigit():
                 found.add(int(parts[1]))
@@ -150,7 +154,7 @@ def retain(fs: pafs.FileSystem, root: str, keep: int) -> list[int]:
         kept.add(int(hint))
     for n in sorted(kept):
         manifest = read_manifest(fs, version_dir(root, n))
-        kept |= referenced_versions(manifest or {})
+        kept |= referenced_versions(fs, version_dir(root, n), manifest or {})
     removed = [n for n in versions if n not in kept]
     for n in removed:
         fs.delete_file(log_path(root, n))  # un-commit first: no reader picks a version being deleted

@@ -5,7 +5,8 @@
 The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on every trajectory's text, read through
 the source manifest) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
 (with the `traces` shards of the same source unit, for each trajectory's source kind) and one per Go
-unit (its `go_next_event`, `go_runs` and `go_programs` shards); each writes `packed` rows
+unit (its `go_next_event`, `go_runs` and `go_programs` shards); in a compacted dataset, one per compacted
+group instead (a group holds whole units, all their tables: pipeline/engine/compaction.py); each writes `packed` rows
 (schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's, so re-packing an
 edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE differs).
 """
@@ -19,7 +20,7 @@ from typing import ClassVar
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, table_shards
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -30,7 +31,7 @@ from pipeline.stages.pack.documents import Document, trajectory_group, trajector
 from pipeline.stages.pack.go_examples import go_documents
 from pipeline.stages.pack.packing import LOSS_MODES, PackSettings, pack_documents
 
-_SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/part-(?P<unit>\d+)-\d+\.parquet$")
+_SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
 GO_TABLES = ("go_next_event", "go_runs", "go_programs")
 
 
@@ -71,15 +72,20 @@ def _read(root: str, paths: tuple[str, ...], columns: list[str] | None = None) -
     return rows
 
 
-def _by_source_unit(manifest: dict, tables: tuple[str, ...]) -> dict[tuple[str, int], dict[str, list[dict]]]:
-    """Shards grouped by the unit (and version directory) that wrote them: {(prefix, unit): {table: shards}}."""
-    grouped: dict[tuple[str, int], dict[str, list[dict]]] = {}
+def _by_source_unit(
+    fs, root: str, manifest: dict, tables: tuple[str, ...]
+) -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """Shards grouped by the unit, or compacted group, (and version directory) that wrote them:
+    {(prefix, "UNIT" or "compact-G"): {table: shards}}."""
+    grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for table in tables:
-        for shard in manifest["tables"].get(table, {}).get("shards", []):
+        for shard in table_shards(fs, root, manifest, table):
             match = _SHARD.match(shard["path"])
             if match is None or match["table"] != table:
-                raise ValueError(f"shard {shard['path']!r} is not named {table}/part-UNIT-SEQ.parquet")
-            key = (match["prefix"], int(match["unit"]))
+                raise ValueError(
+                    f"shard {shard['path']!r} is not named {table}/part-UNIT-SEQ.parquet or {table}/compact-G.parquet"
+                )
+            key = (match["prefix"], match["group"] or f"{int(match['unit']):05d}")
             grouped.setdefault(key, {name: [] for name in tables})[table].append(shard)
     return grouped
 
@@ -117,8 +123,8 @@ class PackKind(JobKind[PackConfig]):
         if manifest is None:
             raise ValueError(f"--data {source!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
         tokenizer = self._tokenizer(dataset, manifest, config)
-        plan = sorted(_by_source_unit(manifest, ("trajectories", "traces")).items()) + sorted(
-            _by_source_unit(manifest, GO_TABLES).items()
+        plan = sorted(_by_source_unit(fs, root, manifest, ("trajectories", "traces")).items()) + sorted(
+            _by_source_unit(fs, root, manifest, GO_TABLES).items()
         )
         units = []
         for (prefix, unit), shards in plan:
@@ -127,7 +133,7 @@ class PackKind(JobKind[PackConfig]):
             paths = {table: tuple(shard["path"] for shard in found) for table, found in shards.items()}
             digest = fingerprint([s["sha256"] for found in shards.values() for s in found], tokenizer.fingerprint)
             kind = "go" if "go_next_event" in shards else "trajectories"
-            unit_id = f"pack-{kind}-{posixpath.basename(prefix.rstrip('/')) or 'v'}-{unit:05d}"
+            unit_id = f"pack-{kind}-{posixpath.basename(prefix.rstrip('/')) or 'v'}-{unit}"
             units.append(Unit(len(units), unit_id, PackShards(dataset, paths, tokenizer.json), digest))
         if not units:
             raise ValueError(f"--data {source!r} holds no trajectories and no Go distributions to pack")
@@ -137,7 +143,8 @@ class PackKind(JobKind[PackConfig]):
     def _tokenizer(dataset: str, manifest: dict, config: PackConfig) -> PackTokenizer:
         if config.tokenizer == "bytes":
             return bytes_tokenizer()
-        paths = tuple(shard["path"] for shard in manifest["tables"].get("trajectories", {}).get("shards", []))
+        fs, root = open_root(dataset)
+        paths = tuple(shard["path"] for shard in table_shards(fs, root, manifest, "trajectories"))
         texts = (
             row["text"]
             for path in paths

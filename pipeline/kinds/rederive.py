@@ -3,7 +3,8 @@ current harness (a newer event mapping, another event cap), and their distributi
 re-running any program.
 
 One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs`
-shards, found through the source manifest by their unit number. The output holds `go_runs`,
+shards, found through the source manifest by their unit number (in a compacted dataset, one unit per
+compacted group: it holds whole programs, all their tables; pipeline/engine/compaction.py). The output holds `go_runs`,
 `go_next_event`, and the raw `go_traces` and the `go_programs` rows again (so it can itself be re-derived or
 exported); a program whose stored traces do not re-parse is a failures row of its own. A dataset written
 before go_runs 3 holds no program sources and is refused (re-run trace-go).
@@ -17,17 +18,18 @@ from typing import ClassVar
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, table_shards
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.engine.versions import shard_file
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
 from schemas import go_runs
 
-SHARD_UNIT = re.compile(r"part-(\d+)-\d+\.parquet$")
+SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def _read_rows(source: str, paths: tuple[str, ...]) -> list[dict]:
     fs, root = open_root(source)
     rows: list[dict] = []
     for path in paths:
-        with fs.open_input_file(f"{root}/{path}") as handle:
+        with fs.open_input_file(shard_file(root, path)) as handle:
             rows.extend(pq.read_table(handle).to_pylist())
     return rows
 
@@ -95,18 +97,22 @@ class RederiveKind(JobKind[RederiveConfig]):
                 f"(older datasets have no go_programs sources); re-run trace-go to make a current dataset"
             )
         tables = ("go_runs", "go_traces", "go_programs")
-        by_unit: dict[int, dict[str, list[dict]]] = {}
+        by_unit: dict[str, dict[str, list[dict]]] = {}
         for table in tables:
-            for shard in manifest["tables"][table]["shards"]:
+            for shard in table_shards(fs, root, manifest, table):
                 match = SHARD_UNIT.search(shard["path"])
                 if match is None:
-                    raise ValueError(f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet")
-                by_unit.setdefault(int(match.group(1)), {name: [] for name in tables})[table].append(shard)
+                    raise ValueError(
+                        f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet "
+                        f"or compact-G.parquet"
+                    )
+                unit = match.group(2) or f"{int(match.group(1)):05d}"
+                by_unit.setdefault(unit, {name: [] for name in tables})[table].append(shard)
         units = []
         for index, (unit, shards) in enumerate(sorted(by_unit.items())):
             payload = ProgramShards(source, *(tuple(s["path"] for s in shards[name]) for name in tables))
             digest = fingerprint([s["sha256"] for name in tables for s in shards[name]])
-            units.append(Unit(index, f"rederive-{unit:05d}", payload, digest))
+            units.append(Unit(index, f"rederive-{unit}", payload, digest))
         return units
 
     def produce(self, payload: ProgramShards, unit_id: str, config: RederiveConfig) -> StageOutput:

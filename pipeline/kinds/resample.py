@@ -1,9 +1,10 @@
 """The re-sampling kind: trajectories drawn again from a stored dataset's traces, without re-tracing (new
 augmentation epochs, another policy).
 
-One unit per `traces` shard of the source dataset's manifest; each writes `trajectories` (and `failures`
-for traces that cannot be walked) into the output dataset. A unit's fingerprint is its shard's sha256, so
-re-sampling an edited source dataset re-runs exactly the shards that changed.
+One unit per `traces` shard of the source dataset's manifest (a shard past SPLIT_BYTES, a compacted one: one
+unit per row group of it); each writes `trajectories` (and `failures` for traces that cannot be walked) into
+the output dataset. A unit's fingerprint is its shard's sha256 (and row group), so re-sampling an edited
+source dataset re-runs exactly the shards that changed.
 """
 
 import argparse
@@ -13,10 +14,11 @@ from typing import ClassVar
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest
+from pipeline.engine.dataset import open_root, read_manifest, table_shards
 from pipeline.engine.executor import Unit, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
+from pipeline.engine.versions import shard_file
 from pipeline.kinds.options import add_sampling_arguments, sampling_from
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
@@ -33,12 +35,16 @@ class ResampleConfig(KindConfig):
         return self.sampling.seed
 
 
+SPLIT_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class TracesShard:
-    """A unit's payload: one traces shard of the source dataset."""
+    """A unit's payload: one traces shard of the source dataset (one row group of it, when `row_group` >= 0)."""
 
     source: str
     path: str
+    row_group: int = -1
 
 
 class ResampleKind(JobKind[ResampleConfig]):
@@ -60,14 +66,24 @@ class ResampleKind(JobKind[ResampleConfig]):
             raise ValueError(
                 f"--traces {source!r} holds no dataset (no manifest.json); point it at the --out of a tracing job"
             )
-        shards = manifest["tables"]["traces"]["shards"]
-        return [
-            Unit(index, f"resample-{index:05d}", TracesShard(source, shard["path"]), fingerprint(shard["sha256"]))
-            for index, shard in enumerate(shards)
-        ]
+        pieces: list[tuple[TracesShard, str]] = []
+        for shard in table_shards(fs, root, manifest, "traces"):
+            if shard["bytes"] <= SPLIT_BYTES:
+                pieces.append((TracesShard(source, shard["path"]), fingerprint(shard["sha256"])))
+                continue
+            with fs.open_input_file(shard_file(root, shard["path"])) as handle:
+                groups = pq.ParquetFile(handle).metadata.num_row_groups
+            pieces += [
+                (TracesShard(source, shard["path"], group), fingerprint(shard["sha256"], group))
+                for group in range(groups)
+            ]
+        return [Unit(index, f"resample-{index:05d}", payload, digest) for index, (payload, digest) in enumerate(pieces)]
 
     def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig) -> StageOutput:
         fs, root = open_root(payload.source)
-        with fs.open_input_file(f"{root}/{payload.path}") as source:
-            rows = pq.read_table(source).to_pylist()
+        with fs.open_input_file(shard_file(root, payload.path)) as source:
+            if payload.row_group < 0:
+                rows = pq.read_table(source).to_pylist()
+            else:
+                rows = pq.ParquetFile(source).read_row_group(payload.row_group).to_pylist()
         return sample_trajectories_stage(rows, config.sampling, unit_id)

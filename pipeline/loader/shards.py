@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.engine.dataset import open_root, read_manifest, read_text
+from pipeline.engine.dataset import open_root, read_manifest, read_text, table_shards
 from pipeline.engine.versions import resolve_dataset, shard_file
 from pipeline.loader.tokenizer import TOKENIZER_FILE, PackTokenizer
 from schemas.go_next_event import OUTCOMES
@@ -58,10 +58,11 @@ class PackedShards:
             raise ValueError(f"{uri!r} holds no packed dataset (a manifest.json of kind pack); run tracegen pack")
         self.seq_len = int(manifest["config"]["packing"]["seq_len"])
         self.tokenizer_fingerprint = manifest.get("files", {}).get(TOKENIZER_FILE, "")
-        self.shards = [shard["path"] for shard in manifest["tables"]["packed"]["shards"]]
-        rows = [int(shard["rows"]) for shard in manifest["tables"]["packed"]["shards"]]
+        listed_shards = table_shards(fs, self.root, manifest, "packed")
+        self.shards = [shard["path"] for shard in listed_shards]
+        rows = [int(shard["rows"]) for shard in listed_shards]
         self.starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
-        listed = [[s["path"], s["sha256"], s["rows"]] for s in manifest["tables"]["packed"]["shards"]]
+        listed = [[s["path"], s["sha256"], s["rows"]] for s in listed_shards]
         self.fingerprint = hashlib.sha256(json.dumps([manifest["config_hash"], listed]).encode()).hexdigest()
         self.cache_row_groups = cache_row_groups
         self._files: dict[int, pq.ParquetFile] = {}

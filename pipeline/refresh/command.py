@@ -6,6 +6,7 @@ separate jobs would, and each kind's config hash (hence which units re-run) move
 
 import argparse
 
+from pipeline.compact import add_compaction_options, compaction_from
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.options import (
@@ -36,6 +37,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
     parser.add_argument("--no-report", action="store_true", help="do not write the published version's report")
+    add_compaction_options(parser)
 
 
 def configs_from(args: argparse.Namespace) -> RefreshConfigs:
@@ -63,6 +65,7 @@ def run_refresh(args: argparse.Namespace) -> int:
         workers=args.workers,
         address=args.ray_address,
         report=not args.no_report,
+        compaction=compaction_from(args),
     )
     print(result.summary())
     return 1 if result.failed else 0

@@ -5,22 +5,38 @@ Sequence, under the root's refresh lock (pipeline/engine/versions.py):
 2. nothing new and nothing dropped: publish nothing and say so;
 3. run the new units into `versions/{N}/` with the engine's executor (completion records, deterministic
    shards; a killed run's finished units are reused by the next one);
-4. write the version's manifest: its new shards plus, by reference, the kept units' shards of earlier
-   versions; the dropped units' rows are simply not listed;
-5. commit (create-exclusive log entry), rewrite LATEST, write the report, then apply retention.
+4. compact (pipeline/engine/compaction.py): a compacted file of an earlier version is reused by reference
+   while every unit in it is still wanted; one that holds a dropped unit is broken, and its other units are
+   re-written, by slice, into this version's compacted files, together with the loose units (new, or
+   inherited) once the settings want them compacted;
+5. write the version's manifest: its new files plus, by reference, the kept units' shards and compacted
+   files of earlier versions; the dropped units' rows are simply not listed;
+6. commit (create-exclusive log entry), rewrite LATEST, delete the version's own shards that compaction
+   merged, write the report, then apply retention.
 """
 
 import functools
-import json
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipeline.engine.dataset import UnitRecord, open_root, read_manifest, write_manifest, write_text
+import pyarrow as pa
+
+from pipeline.engine.compaction import CompactionSettings, compact, finish_pending
+from pipeline.engine.dataset import (
+    INLINE_SHARDS,
+    UnitRecord,
+    open_root,
+    read_index,
+    read_manifest,
+    write_index,
+    write_manifest,
+)
 from pipeline.engine.executor import Unit, execute_unit, fingerprint
 from pipeline.engine.job import code_version
-from pipeline.engine.orchestrate import TerminalProgress, run_units, start_ray
+from pipeline.engine.orchestrate import TerminalProgress, map_tasks, run_units, start_ray
 from pipeline.engine.versions import (
+    VERSIONS,
     commit_version,
     latest_version,
     refresh_lock,
@@ -33,6 +49,17 @@ from pipeline.refresh.plan import PlannedUnit, RefreshConfigs, plan
 from pipeline.refresh.sources import Sources, read_sources
 
 RECORD_HASH = "refresh/1"  # completion records in a staging version; what a unit computes is in its key
+UNITS_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("command", pa.string()),
+        ("unit_id", pa.string()),
+        ("source", pa.string()),
+        ("covers", pa.list_(pa.string())),
+        ("version", pa.int64()),
+        ("record", pa.string()),
+    ]
+)
 
 
 @dataclass
@@ -88,6 +115,7 @@ def refresh(
     workers: int | None = None,
     address: str | None = None,
     report: bool = True,
+    compaction: CompactionSettings | None = None,
 ) -> RefreshResult:
     """Bring the versioned dataset at `root_uri` up to date with the sources file (see module doc)."""
     if type(keep) is not int or keep < 1:
@@ -102,7 +130,9 @@ def refresh(
     with refresh_lock(fs, root):
         latest = latest_version(fs, root)
         previous = read_manifest(fs, version_dir(root, latest)) if latest is not None else None
-        published = (previous or {}).get("refresh", {}).get("units", [])
+        published = published_units(fs, version_dir(root, latest), previous) if latest is not None else []
+        if latest is not None:  # a run killed after its commit left the merged shards of its version
+            finish_pending(fs, version_dir(root, latest), [UnitRecord.from_json(u["record"]) for u in published])
         start_ray(address, workers)
         wanted = plan(sources, configs, published)
         by_key = {unit["key"]: unit for unit in published}
@@ -125,7 +155,21 @@ def refresh(
         ]
         result.added = _rows([record for _, record in records])
         result.dropped = _rows([UnitRecord.from_json(unit["record"]) for unit in dropped])
-        manifest = _write_manifest(fs, staging, entries, configs, failed, n, latest)
+        settings = compaction or CompactionSettings()
+        compacted = compact(
+            fs,
+            staging,
+            [UnitRecord.from_json(entry["record"]) for entry in entries],
+            settings,
+            configs.functions.zstd_level,
+            uri=f"{root_uri.rstrip('/')}/{VERSIONS}/{n}",
+            persist_records=False,
+            mapper=functools.partial(map_tasks, address=address, workers=workers),
+        )
+        entries = [
+            dict(entry, record=record.to_json()) for entry, record in zip(entries, compacted.records, strict=True)
+        ]
+        manifest = _write_manifest(fs, staging, entries, configs, failed, n, latest, compacted.manifest_extra(settings))
         entry = {
             "version": n,
             "created": manifest["created"],
@@ -144,6 +188,7 @@ def refresh(
         result.version = result.latest = n
         result.units_run, result.units_dropped = len(records), len(dropped)
         write_latest(fs, root, n)
+        compacted.finish()
         if report:
             _report(f"{root_uri.rstrip('/')}/versions/{n}")
         result.removed_versions = retain(fs, root, keep)
@@ -197,11 +242,29 @@ def _rows(records: list[UnitRecord]) -> dict[str, int]:
     return {table: rows for table, rows in sorted(totals.items()) if rows}
 
 
-def _write_manifest(fs, staging: str, entries: list[dict], configs, failed, n: int, latest: int | None) -> dict:
-    """The version's manifest (the engine's, listing every entry's shards) plus its units, for the next run."""
+def published_units(fs, version_root: str, manifest: dict | None) -> list[dict]:
+    """The units a version's manifest publishes (key, command, unit_id, source, covers, version, record):
+    inline, or from its units index (format 2, past INLINE_SHARDS units)."""
+    listed = (manifest or {}).get("refresh", {})
+    if "units_index" in listed:
+        return read_index(fs, version_root, listed["units_index"], "the refresh's units").to_pylist()
+    return listed.get("units", [])
+
+
+def _write_manifest(
+    fs, staging: str, entries: list[dict], configs, failed, n: int, latest: int | None, extra: dict
+) -> dict:
+    """The version's manifest (the engine's, listing every entry's files) plus its units, for the next run:
+    inline, or past INLINE_SHARDS units as `_index/refresh_units.parquet`."""
     config = {command: config.as_dict() for command, config in configs.by_command().items()}
     records = [UnitRecord.from_json(entry["record"]) for entry in entries]
-    manifest = write_manifest(
+    listed: dict = {"version": n, "previous": latest}
+    if len(entries) <= INLINE_SHARDS:
+        listed["units"] = entries
+    else:
+        table = pa.Table.from_pylist([dict(e, source=e.get("source", "")) for e in entries], schema=UNITS_SCHEMA)
+        listed["units_index"] = write_index(fs, staging, "refresh_units", table)
+    return write_manifest(
         fs,
         staging,
         records,
@@ -211,10 +274,8 @@ def _write_manifest(fs, staging: str, entries: list[dict], configs, failed, n: i
         seed=configs.functions.seed,
         code_version=code_version(),
         failed_units=failed,
+        extra={**extra, "refresh": listed},
     )
-    manifest["refresh"] = {"version": n, "previous": latest, "units": entries}
-    write_text(fs, f"{staging}/manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    return manifest
 
 
 def _report(version_uri: str) -> None:

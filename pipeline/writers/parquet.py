@@ -9,6 +9,7 @@ groups are sized for streaming by estimated uncompressed bytes.
 import hashlib
 import itertools
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
@@ -21,15 +22,30 @@ SHARD_BYTES = 512 << 20
 
 @dataclass(frozen=True)
 class ShardInfo:
-    """What the manifest records of one shard; `path` is relative to the dataset root."""
+    """What the manifest records of one shard; `path` is relative to the dataset root.
+
+    In a unit's completion record a shard may also be a *slice* of a compacted file (pipeline/engine/
+    compaction.py): the unit's `rows` rows from row `offset` on, of a file of `file_rows` rows whose size
+    and digest are `bytes` and `sha256`. A plain shard has neither field (and `as_dict` omits them).
+    """
 
     path: str
     rows: int
     bytes: int
     sha256: str
+    offset: int | None = None
+    file_rows: int | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @property
+    def is_slice(self) -> bool:
+        return self.offset is not None
+
+    def file(self) -> "ShardInfo":
+        """The whole file this shard or slice lies in, as the manifest lists it."""
+        return self if self.offset is None else ShardInfo(self.path, self.file_rows or 0, self.bytes, self.sha256)
 
 
 def temporary_path(final: str) -> str:
@@ -86,6 +102,50 @@ def write_table_shards(
         size, digest = _size_and_digest(fs, final)
         shards.append(ShardInfo(relative, part.num_rows, size, digest))
     return shards
+
+
+def write_merged_shard(
+    fs: pafs.FileSystem,
+    root: str,
+    relative: str,
+    schema: pa.Schema,
+    parts: Iterable[pa.Table],
+    zstd_level: int = 3,
+    row_group_bytes: int = ROW_GROUP_BYTES,
+) -> ShardInfo:
+    """Write the concatenation of `parts` (each in `schema`) as one file at `relative`, streaming: a row group
+    is flushed each time about `row_group_bytes` (uncompressed) have gathered, so memory stays at one row
+    group plus one part whatever the file's size. Temp name, then rename; the same parts give the same bytes."""
+    final = f"{root}/{relative}"
+    fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
+    temporary = temporary_path(final)
+    rows = 0
+    with fs.open_output_stream(temporary) as sink:
+        writer = pq.ParquetWriter(sink, schema, compression="zstd", compression_level=zstd_level, write_statistics=True)
+        pending: list[pa.Table] = []
+        pending_bytes = 0
+
+        def flush() -> None:
+            nonlocal pending, pending_bytes
+            if pending:
+                group = pa.concat_tables(pending)
+                writer.write_table(group, row_group_size=max(1, group.num_rows))
+            pending, pending_bytes = [], 0
+
+        for part in parts:
+            step = rows_per_group(part, row_group_bytes)
+            for offset in range(0, part.num_rows, step):
+                piece = part.slice(offset, step)
+                if pending and pending_bytes + piece.nbytes > row_group_bytes:
+                    flush()
+                pending.append(piece)
+                pending_bytes += piece.nbytes
+                rows += piece.num_rows
+        flush()
+        writer.close()
+    fs.move(temporary, final)
+    size, digest = _size_and_digest(fs, final)
+    return ShardInfo(relative, rows, size, digest)
 
 
 def remove_stale_shards(fs: pafs.FileSystem, root: str, table_name: str, unit: int, first_seq: int) -> int:
