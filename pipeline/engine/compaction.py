@@ -123,22 +123,55 @@ def classify(records: Sequence[UnitRecord]) -> tuple[list[int], list[int]]:
     return loose, survivors
 
 
-def _estimated_bytes(record: UnitRecord) -> dict[str, float]:
-    """A unit's compressed bytes per table: its shards', or its share of the files it has slices of."""
-    return {table: sum(_share(info) for info in infos) for table, infos in record.shards.items()}
+SAMPLE_SHARDS = 64  # loose shards per table merged on the driver to learn how much smaller they get merged
 
 
-def _share(info: ShardInfo) -> float:
-    return info.bytes * info.rows / max(1, info.file_rows or 0) if info.is_slice else info.bytes
+def merge_ratios(
+    fs: pafs.FileSystem, root: str, records: Sequence[UnitRecord], positions: list[int], zstd_level: int
+) -> dict[str, float]:
+    """Per table, the size of a merged file over the size of the loose shards it is made of, measured on the
+    first SAMPLE_SHARDS loose shards of the candidates (written in memory, as a group task writes them): a
+    small shard is mostly its footer, so merged files are several times smaller than their sources' sum.
+    Deterministic: the same shards give the same ratios."""
+    ratios = {}
+    for table in TABLES:
+        sample = [info for p in positions for info in records[p].shards.get(table, []) if not info.is_slice][
+            :SAMPLE_SHARDS
+        ]
+        if not sample:
+            continue
+        parts = []
+        for info in sample:
+            with fs.open_input_file(posixpath.normpath(f"{root}/{info.path}")) as handle:
+                parts.append(pq.read_table(handle))
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.concat_tables(parts), sink, compression="zstd", compression_level=zstd_level)
+        ratios[table] = min(1.0, sink.getvalue().size / max(1, sum(info.bytes for info in sample)))
+    return ratios
 
 
-def plan_groups(records: Sequence[UnitRecord], positions: list[int], target_bytes: int) -> list[list[int]]:
+def _estimated_bytes(record: UnitRecord, ratios: dict[str, float]) -> dict[str, float]:
+    """A unit's bytes per table once merged: its shards' times the table's merge ratio, or its share of the
+    compacted files it has slices of."""
+    return {
+        table: sum(_share(info, ratios.get(table, 1.0)) for info in infos) for table, infos in record.shards.items()
+    }
+
+
+def _share(info: ShardInfo, ratio: float) -> float:
+    return info.bytes * info.rows / max(1, info.file_rows or 0) if info.is_slice else info.bytes * ratio
+
+
+def plan_groups(
+    records: Sequence[UnitRecord], positions: list[int], target_bytes: int, ratios: dict[str, float] | None = None
+) -> list[list[int]]:
     """Consecutive runs of `positions`: a group closes before a member would take any table past the target
-    (a member larger than the target is a group of its own). Deterministic: sizes are the shards' own."""
+    (a member larger than the target is a group of its own). Deterministic: sizes are the shards' own
+    (times `ratios`, see `merge_ratios`)."""
     groups: list[list[int]] = []
     sizes: dict[str, float] = {}
     for position in positions:
-        member = _estimated_bytes(records[position])
+        member = _estimated_bytes(records[position], ratios or {})
         if groups and groups[-1] and any(sizes.get(t, 0) + b > target_bytes for t, b in member.items()):
             groups.append([])
             sizes = {}
@@ -166,16 +199,14 @@ def next_group(records: Sequence[UnitRecord]) -> int:
 
 @dataclass(frozen=True)
 class GroupTask:
-    """A group task's payload: where, which group, its members (position, digest before) and their sources."""
+    """A group task's payload: where and which group; the task reads its members and their sources from the
+    group's plan file (so the driver never holds more than one group's plan)."""
 
     root: str
     group: int
     plan_id: str
-    members: tuple[tuple[int, str], ...]
-    sources: tuple[dict[str, list[dict]], ...]
     zstd_level: int
     row_group_bytes: dict[str, int]
-    records: tuple[str, ...] = ()  # jobs: the members' records (JSON), rewritten with their slices
 
 
 def _group_plan_path(group: int) -> str:
@@ -217,10 +248,9 @@ class _RowSource:
                 self.group_start = self.group_end
                 self.group_end += self.file.metadata.row_group(self.group_index).num_rows
                 self.table = None
-            if self.table is None:
-                self.table = self.file.read_row_group(self.group_index)
+            table = self.table = self.table or self.file.read_row_group(self.group_index)
             end = min(stop, self.group_end)
-            pieces.append(self.table.slice(start - self.group_start, end - start))
+            pieces.append(table.slice(start - self.group_start, end - start))
             start = end
         return pa.concat_tables(pieces)
 
@@ -247,19 +277,22 @@ def after(record: UnitRecord, done: dict, index: int) -> UnitRecord:
 def write_group(task: GroupTask) -> dict:
     """One group: its files (skipped when its group record is there), its group record, its members' records."""
     fs, root = open_root(task.root)
+    group_plan = json.loads(read_text(fs, f"{root}/{_group_plan_path(task.group)}") or "null")
+    if group_plan is None:
+        raise ValueError(f"{root}/{_group_plan_path(task.group)} is missing: the compaction's plan was removed")
     text = read_text(fs, f"{root}/{_done_path(task.group)}")
     done = json.loads(text) if text is not None else None
     if done is None or done.get("plan_id") != task.plan_id:
         source = _RowSource(fs, root)
         files, rows = {}, {}
         for table in TABLES:
-            counts = [sum(info["rows"] for info in sources.get(table, [])) for sources in task.sources]
+            counts = [sum(info["rows"] for info in sources.get(table, [])) for sources in group_plan["sources"]]
             if not any(counts):
                 continue
             schema = schema_of(table)
 
             def parts(table: str = table, schema: pa.Schema = schema) -> Iterator[pa.Table]:
-                for sources in task.sources:
+                for sources in group_plan["sources"]:
                     for info in sources.get(table, []):
                         part = source.read(info)
                         yield part if part.schema == schema else part.select(schema.names).cast(schema)
@@ -273,7 +306,7 @@ def write_group(task: GroupTask) -> dict:
             files[table], rows[table] = written.as_dict(), counts
         done = {"group": task.group, "plan_id": task.plan_id, "files": files, "rows": rows}
         write_text(fs, f"{root}/{_done_path(task.group)}", json.dumps(done, sort_keys=True))
-    for index, text in enumerate(task.records):
+    for index, text in enumerate(group_plan.get("records", [])):  # a job's: its units' new completion records
         write_unit_record(fs, root, after(UnitRecord.from_json(text), done, index))
     return done
 
@@ -309,13 +342,11 @@ def _load_plan(fs: pafs.FileSystem, root: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def _group_plans(fs: pafs.FileSystem, root: str, plan: dict) -> dict[int, dict]:
-    plans = {}
+def _group_plans(fs: pafs.FileSystem, root: str, plan: dict) -> Iterator[tuple[int, dict | None]]:
+    """Each group's plan, one at a time (None where its file is gone)."""
     for group in plan["groups"]:
         text = read_text(fs, f"{root}/{_group_plan_path(group)}")
-        if text is not None:
-            plans[group] = json.loads(text)
-    return plans
+        yield group, None if text is None else json.loads(text)
 
 
 def finish_plan(fs: pafs.FileSystem, root: str, plan: dict, records: Sequence[UnitRecord], outputs=False) -> None:
@@ -325,7 +356,9 @@ def finish_plan(fs: pafs.FileSystem, root: str, plan: dict, records: Sequence[Un
         plan = dict(plan, phase="cleanup")
         write_text(fs, f"{root}/{PLAN}", json.dumps(plan, sort_keys=True))
     listed = {posixpath.normpath(info.path) for r in records for infos in r.shards.values() for info in infos}
-    for group, group_plan in sorted(_group_plans(fs, root, plan).items()):
+    for group, group_plan in _group_plans(fs, root, plan):
+        if group_plan is None:  # cleaned already
+            continue
         paths = {info["path"] for sources in group_plan["sources"] for infos in sources.values() for info in infos}
         if outputs:
             paths |= {f"{table}/compact-{group:05d}.parquet" for table in TABLES}
@@ -344,46 +377,72 @@ def _delete(fs: pafs.FileSystem, path: str) -> None:
         pass
 
 
-def _make_plan(records: Sequence[UnitRecord], settings: CompactionSettings, zstd_level: int) -> tuple[dict, dict]:
+def _write_plan(
+    fs: pafs.FileSystem,
+    root: str,
+    records: Sequence[UnitRecord],
+    settings: CompactionSettings,
+    zstd_level: int,
+    persist_records: bool,
+) -> tuple[dict | None, dict[int, list[int]]]:
+    """Plan a compaction over `records` and write it (group plans, then `plan.json`); (plan, {group:
+    member positions}), or (None, {}) when nothing is to be compacted. One group's plan in memory at a time."""
     loose, survivors = classify(records)
     if not settings.wanted([records[p] for p in loose]):
         loose = []
     positions = sorted(loose + survivors)
     if not positions:
-        return {}, {}
+        return None, {}
     first = next_group(records)
-    groups = plan_groups(records, positions, settings.target_bytes)
-    group_plans = {
-        first + index: {
-            "group": first + index,
-            "members": [[p, record_digest(records[p])] for p in members],
+    fs.create_dir(f"{root}/{DIRECTORY}", recursive=True)
+    members: dict[int, list[int]] = {}
+    digests = []
+    ratios = merge_ratios(fs, root, records, positions, zstd_level)
+    for index, group_members in enumerate(plan_groups(records, positions, settings.target_bytes, ratios)):
+        group = first + index
+        group_plan = {
+            "group": group,
+            "members": [[p, record_digest(records[p])] for p in group_members],
             "sources": [
                 {table: [info.as_dict() for info in infos] for table, infos in sorted(records[p].shards.items())}
-                for p in members
+                for p in group_members
             ],
         }
-        for index, members in enumerate(groups)
-    }
+        if persist_records:
+            group_plan["records"] = [records[p].to_json() for p in group_members]
+        text = json.dumps(group_plan, sort_keys=True)
+        write_text(fs, f"{root}/{_group_plan_path(group)}", text)
+        members[group] = group_members
+        digests.append(fingerprint(text))
     plan = {
         "format": PLAN_FORMAT,
         "phase": "groups",
-        "groups": sorted(group_plans),
+        "groups": sorted(members),
         "zstd_level": zstd_level,
         "row_group_bytes": {table: settings.row_group_for(table) for table in TABLES},
     }
-    plan["id"] = fingerprint(plan, [group_plans[g] for g in plan["groups"]])
-    return plan, group_plans
+    plan["id"] = fingerprint(plan, digests)
+    write_text(fs, f"{root}/{PLAN}", json.dumps(plan, sort_keys=True))
+    return plan, members
 
 
-def _members_match(records: Sequence[UnitRecord], group_plan: dict, done: dict | None) -> bool:
-    """A pending group is still the plan for these records: each member is as planned, or as it became."""
-    for index, (position, digest) in enumerate(group_plan["members"]):
-        if position >= len(records):
-            return False
-        now = record_digest(records[position])
-        if now != digest and (done is None or now != record_digest(after(records[position], done, index))):
-            return False
-    return True
+def _pending_members(fs: pafs.FileSystem, root: str, plan: dict, records: Sequence[UnitRecord]):
+    """{group: member positions} of a pending plan, or None when it no longer fits `records` (a group plan
+    is gone, or a member is neither as planned nor as its group made it: the units changed since)."""
+    members: dict[int, list[int]] = {}
+    for group, group_plan in _group_plans(fs, root, plan):
+        if group_plan is None:
+            return None
+        text = read_text(fs, f"{root}/{_done_path(group)}")
+        done = json.loads(text) if text is not None else None
+        for index, (position, digest) in enumerate(group_plan["members"]):
+            if position >= len(records):
+                return None
+            now = record_digest(records[position])
+            if now != digest and (done is None or now != record_digest(after(records[position], done, index))):
+                return None
+        members[group] = [position for position, _ in group_plan["members"]]
+    return members
 
 
 def compact(
@@ -405,38 +464,18 @@ def compact(
     if plan is not None and plan.get("phase") == "cleanup":
         finish_plan(fs, root, plan, records)
         plan = None
-    group_plans = _group_plans(fs, root, plan) if plan is not None else {}
-    if plan is not None:
-        dones = {g: json.loads(read_text(fs, f"{root}/{_done_path(g)}") or "null") for g in plan["groups"]}
-        if len(group_plans) != len(plan["groups"]) or not all(
-            _members_match(records, group_plans[g], dones[g]) for g in plan["groups"]
-        ):
-            finish_plan(fs, root, plan, records, outputs=True)  # stale (the units changed since): abandon it
-            plan = None
-    if plan is None:
-        plan, group_plans = _make_plan(records, settings, zstd_level)
-        if not plan:
+    members = _pending_members(fs, root, plan, records) if plan is not None else None
+    if plan is not None and members is None:
+        finish_plan(fs, root, plan, records, outputs=True)  # stale (the units changed since): abandon it
+        plan = None
+    if plan is None or members is None:
+        plan, members = _write_plan(fs, root, records, settings, zstd_level, persist_records)
+        if plan is None:
             return Compaction(records)
-        fs.create_dir(f"{root}/{DIRECTORY}", recursive=True)
-        for group, group_plan in group_plans.items():
-            write_text(fs, f"{root}/{_group_plan_path(group)}", json.dumps(group_plan, sort_keys=True))
-        write_text(fs, f"{root}/{PLAN}", json.dumps(plan, sort_keys=True))
-    tasks = [
-        GroupTask(
-            uri,
-            group,
-            plan["id"],
-            tuple((position, digest) for position, digest in group_plans[group]["members"]),
-            tuple(group_plans[group]["sources"]),
-            plan["zstd_level"],
-            plan["row_group_bytes"],
-            tuple(records[p].to_json() for p, _ in group_plans[group]["members"]) if persist_records else (),
-        )
-        for group in plan["groups"]
-    ]
+    tasks = [GroupTask(uri, group, plan["id"], plan["zstd_level"], plan["row_group_bytes"]) for group in plan["groups"]]
     mapper = mapper or _default_mapper()
     for task, done in zip(tasks, mapper(write_group, tasks), strict=True):
-        for index, (position, _) in enumerate(task.members):
+        for index, position in enumerate(members[task.group]):
             records[position] = after(records[position], done, index)
     return Compaction(records, plan, fs, root)
 

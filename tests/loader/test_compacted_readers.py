@@ -37,7 +37,9 @@ def listed(dataset: str) -> dict[str, list[str]]:
     fs, root = open_root(dataset)
     manifest = read_manifest(fs, root)
     assert manifest is not None
-    return {t: [s["path"] for s in table_shards(fs, root, manifest, t)] for t in TABLES if manifest["tables"][t]["rows"]}
+    return {
+        t: [s["path"] for s in table_shards(fs, root, manifest, t)] for t in TABLES if manifest["tables"][t]["rows"]
+    }
 
 
 def test_tables_read_the_same_through_the_manifest_and_through_a_glob(python_dataset, go_dataset, packed, tmp_path):
@@ -85,7 +87,8 @@ def test_pack_resample_and_rederive_read_a_compacted_dataset(python_dataset, go_
     for source, out in zip((go_dataset, go_after), rederived, strict=True):
         run_job(RederiveKind(), source, RederiveConfig(), out)
     runs = [
-        sorted((r["program_id"], r["run_index"], r["n_events"]) for r in table_rows(out, "go_runs")) for out in rederived
+        sorted((r["program_id"], r["run_index"], r["n_events"]) for r in table_rows(out, "go_runs"))
+        for out in rederived
     ]
     assert runs[0] == runs[1] and runs[0]
     programs = [sorted(r["program_id"] for r in table_rows(out, "go_programs")) for out in rederived]
