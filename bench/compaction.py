@@ -1,12 +1,13 @@
 """Files, manifest size and driver memory of a large dataset, before and after compaction (issue 13 item 6).
 
-A simulation: generated `traces` rows (no tracing), 10-18 events each with random locals, written by the real writer
-(`write_table_shards`) as a job's units write them (one shard per unit of --unit-rows rows, a completion
-record each), then the real manifest, then the real compaction stage (Ray tasks, default sizes) and the new
-manifest. Measured side by side in one run: files per table, bytes per file, manifest.json size (format 1
-as the code before wrote it: every shard inline; format 2), the driver's peak Python memory while writing
-each manifest and while compacting (tracemalloc), and the time a reader (polars, and pyarrow) needs to
-scan the table through many small files and through few large ones. Then linear extrapolation to --scale.
+A simulation: generated `traces` rows (no tracing; 10-18 events each, with random locals), written by the
+real writer (`write_table_shards`, in --workers processes) as a job's units write them (one shard per unit
+of --unit-rows rows, a completion record each), then the real manifest, then the real compaction stage
+(Ray tasks, default sizes) and the new manifest. Measured side by side in one run: files per table, bytes
+per file, manifest.json size (format 1 as the code before wrote it: every shard inline; format 2), the
+driver's peak Python memory while writing each manifest and while compacting (tracemalloc), and the time a
+reader (polars, and pyarrow) needs to scan the table through many small files and through few large ones.
+Then linear extrapolation to --scale.
 
     .venv/bin/python bench/compaction.py --rows 1000000 --workers 2
 """
@@ -14,6 +15,7 @@ scan the table through many small files and through few large ones. Then linear 
 import argparse
 import hashlib
 import json
+import multiprocessing
 import random
 import shutil
 import sys
@@ -88,6 +90,18 @@ def unit_table(unit: int, rows: int, rng: random.Random) -> pa.Table:
     return pa.Table.from_pylist(out, schema=schema_of("traces"))
 
 
+def write_units(span: tuple[int, int, int, str]) -> list[UnitRecord]:
+    """Units [begin, end) written as a job's units write them (in a worker process): their records."""
+    begin, end, rows, out = span
+    fs, root = open_root(out)
+    rng = random.Random(begin)
+    records = []
+    for unit in range(begin, end):
+        shards = write_table_shards(fs, root, "traces", unit_table(unit, rows, rng), unit)
+        records.append(UnitRecord(unit, f"u-{unit:05d}", "bench", {"traces": shards}, {}, str(unit)))
+    return records
+
+
 def peak_mb(fn):
     tracemalloc.start()
     try:
@@ -131,13 +145,11 @@ def main() -> None:
     temp = Path(tempfile.mkdtemp(prefix="bench-compaction-"))
     out = temp / "out"
     fs, root = open_root(str(out))
-    rng = random.Random(0)
     units = args.rows // args.unit_rows
     start = time.perf_counter()
-    records = []
-    for unit in range(units):
-        shards = write_table_shards(fs, root, "traces", unit_table(unit, args.unit_rows, rng), unit)
-        records.append(UnitRecord(unit, f"u-{unit:05d}", "bench", {"traces": shards}, {}, str(unit)))
+    spans = [(begin, min(units, begin + 500), args.unit_rows, str(out)) for begin in range(0, units, 500)]
+    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
+        records = [record for part in pool.map(write_units, spans) for record in part]
     write_s = time.perf_counter() - start
     shard_bytes = sum(info.bytes for r in records for info in r.shards["traces"])
     print(
@@ -147,6 +159,7 @@ def main() -> None:
 
     _, records_mem = peak_mb(lambda: [UnitRecord.from_json(record.to_json()) for record in records])
     v1_bytes = v1_manifest_bytes(records)
+    write_manifest(fs, root, records, **manifest_kwargs())  # once first: imports are not the manifest's memory
     _, before_mem = peak_mb(lambda: write_manifest(fs, root, records, **manifest_kwargs()))
     before_manifest = (out / "manifest.json").stat().st_size
     before_index = sum(p.stat().st_size for p in (out / "_index").glob("*")) if (out / "_index").exists() else 0
@@ -186,11 +199,13 @@ def main() -> None:
         f"before | after |"
     )
     print("|---|---|---|---|---|")
-    after_files = max(1, -(-int(sum(sizes) * factor) // max(sizes)))  # files of the largest size seen here
+    fill = max(sizes) / settings.target_bytes if len(sizes) > 1 else 0.75  # how full a closed group's file is
+    after_files = max(1, -(-int(sum(sizes) * factor) // int(settings.target_bytes * fill)))
     print(f"| files | {units:,} | {len(files)} | {units * factor:,.0f} | ~{after_files:,} |")
     print(
         f"| bytes per file | {shard_bytes / units / 1e3:.1f} KB | {sum(sizes) / len(sizes) / 2**20:.0f} MiB "
-        f"(min {min(sizes) / 2**20:.0f}, max {max(sizes) / 2**20:.0f}) | same | same |"
+        f"(min {min(sizes) / 2**20:.0f}, max {max(sizes) / 2**20:.0f}) | same | "
+        f"~{sum(sizes) * factor / after_files / 2**20:.0f} MiB (target {settings.target_bytes >> 20}) |"
     )
     print(f"| row groups per file | 1 | {row_groups / len(files):.1f} | 1 | same |")
     print(
@@ -208,7 +223,7 @@ def main() -> None:
     )
     print(
         f"| driver peak (tracemalloc), compacting (plan, merge-ratio sample, results, new records) | - | "
-        f"{compact_mem:.0f} MiB | - | sample (constant) + one new record per unit (next row) |"
+        f"{compact_mem:.0f} MiB | - | {compact_mem * factor / 1024:.1f} GiB (at most: linear) |"
     )
     print(
         f"| driver: the units' completion records (any job holds them) | {records_mem:.1f} MiB | same | "

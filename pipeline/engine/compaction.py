@@ -143,7 +143,7 @@ def merge_ratios(
         parts = []
         for info in sample:
             with fs.open_input_file(posixpath.normpath(f"{root}/{info.path}")) as handle:
-                parts.append(pq.read_table(handle))
+                parts.append(pq.ParquetFile(handle).read())
         sink = pa.BufferOutputStream()
         pq.write_table(pa.concat_tables(parts), sink, compression="zstd", compression_level=zstd_level)
         ratios[table] = min(1.0, sink.getvalue().size / max(1, sum(info.bytes for info in sample)))
@@ -232,7 +232,7 @@ class _RowSource:
         path = posixpath.normpath(f"{self.root}/{info['path']}")
         if "offset" not in info:
             with self.fs.open_input_file(path) as handle:
-                return pq.read_table(handle)
+                return pq.ParquetFile(handle).read()  # a third cheaper than read_table on small files
         if path != self.path:
             self.path = path
             self.file = pq.ParquetFile(self.fs.open_input_file(path))
@@ -255,23 +255,19 @@ class _RowSource:
         return pa.concat_tables(pieces)
 
 
-def _slices(file: ShardInfo, rows: list[int]) -> list[ShardInfo | None]:
-    """Each member's slice of `file`, from its row counts in member order (None for a member with none)."""
-    out, offset = [], 0
-    for count in rows:
-        out.append(replace(file, rows=count, offset=offset, file_rows=file.rows) if count else None)
-        offset += count
-    return out
-
-
-def after(record: UnitRecord, done: dict, index: int) -> UnitRecord:
-    """A member's completion record once its group is written: its slices of the group's files."""
-    shards = {}
+def member_slices(done: dict) -> list[dict[str, list[ShardInfo]]]:
+    """Each member's shards once its group is written (from the group record): its slice of each of the
+    group's files, found from the members' row counts in member order."""
+    members: list[dict[str, list[ShardInfo]]] = []
     for table, info in sorted(done["files"].items()):
-        piece = _slices(ShardInfo(**info), done["rows"][table])[index]
-        if piece is not None:
-            shards[table] = [piece]
-    return replace(record, shards=shards)
+        file, offset = ShardInfo(**info), 0
+        for index, count in enumerate(done["rows"][table]):
+            if index == len(members):
+                members.append({})
+            if count:
+                members[index][table] = [replace(file, rows=count, offset=offset, file_rows=file.rows)]
+            offset += count
+    return members
 
 
 def write_group(task: GroupTask) -> dict:
@@ -306,8 +302,9 @@ def write_group(task: GroupTask) -> dict:
             files[table], rows[table] = written.as_dict(), counts
         done = {"group": task.group, "plan_id": task.plan_id, "files": files, "rows": rows}
         write_text(fs, f"{root}/{_done_path(task.group)}", json.dumps(done, sort_keys=True))
+    slices = member_slices(done)
     for index, text in enumerate(group_plan.get("records", [])):  # a job's: its units' new completion records
-        write_unit_record(fs, root, after(UnitRecord.from_json(text), done, index))
+        write_unit_record(fs, root, replace(UnitRecord.from_json(text), shards=slices[index]))
     return done
 
 
@@ -434,12 +431,12 @@ def _pending_members(fs: pafs.FileSystem, root: str, plan: dict, records: Sequen
         if group_plan is None:
             return None
         text = read_text(fs, f"{root}/{_done_path(group)}")
-        done = json.loads(text) if text is not None else None
+        slices = member_slices(json.loads(text)) if text is not None else None
         for index, (position, digest) in enumerate(group_plan["members"]):
             if position >= len(records):
                 return None
-            now = record_digest(records[position])
-            if now != digest and (done is None or now != record_digest(after(records[position], done, index))):
+            now = records[position]
+            if record_digest(now) != digest and (slices is None or now.shards != slices[index]):
                 return None
         members[group] = [position for position, _ in group_plan["members"]]
     return members
@@ -475,8 +472,9 @@ def compact(
     tasks = [GroupTask(uri, group, plan["id"], plan["zstd_level"], plan["row_group_bytes"]) for group in plan["groups"]]
     mapper = mapper or _default_mapper()
     for task, done in zip(tasks, mapper(write_group, tasks), strict=True):
+        slices = member_slices(done)
         for index, position in enumerate(members[task.group]):
-            records[position] = after(records[position], done, index)
+            records[position] = replace(records[position], shards=slices[index])
     return Compaction(records, plan, fs, root)
 
 
@@ -485,6 +483,21 @@ def _default_mapper() -> Mapper:
     from pipeline.engine.orchestrate import map_tasks
 
     return map_tasks
+
+
+def sweep_unlisted(fs: pafs.FileSystem, root: str, records: Sequence[UnitRecord]) -> list[str]:
+    """Delete the compacted files of this directory that no record lists: a group all of whose units ran
+    again (their input changed) has no survivors, so no plan names its files. Lists the table directories
+    (a job calls it only when its dataset had compacted files). Returns the deleted paths."""
+    listed = {posixpath.normpath(info.path) for r in records for infos in r.shards.values() for info in infos}
+    deleted = []
+    for table in TABLES:
+        infos = fs.get_file_info(pafs.FileSelector(f"{root}/{table}", allow_not_found=True))
+        for info in infos:
+            if _COMPACTED.match(info.base_name) and f"{table}/{info.base_name}" not in listed:
+                _delete(fs, info.path)
+                deleted.append(f"{table}/{info.base_name}")
+    return deleted
 
 
 def finish_pending(fs: pafs.FileSystem, root: str, records: Sequence[UnitRecord]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.compaction import CompactionSettings, compact
+from pipeline.engine.compaction import CompactionSettings, compact, sweep_unlisted
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import (
     MANIFEST,
@@ -148,6 +148,7 @@ def execute_job(
     config_hash = config.hash()
     prepare_output(out, config_hash, overwrite)
     fs, root = open_root(out)
+    had_compacted = "compaction" in (read_manifest(fs, root) or {})
     for name, text in (beside or {}).items():
         write_text(fs, f"{root}/{name}", text)
     work = functools.partial(
@@ -172,6 +173,8 @@ def execute_job(
         extra=compacted.manifest_extra(settings),
     )
     compacted.finish()
+    if had_compacted:  # a group whose units all ran again left files no record lists
+        sweep_unlisted(fs, root, compacted.records)
     if failed:
         raise JobIncomplete(
             f"{len(failed)} of {len(units)} units failed ({', '.join(sorted(failed)[:5])}...); "

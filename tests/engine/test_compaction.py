@@ -238,6 +238,16 @@ def test_a_unit_that_runs_again_after_compaction_mends_its_group(tmp_path, monke
     assert set(on_disk(out)) == listed(out)
 
 
+def test_units_that_all_run_again_leave_no_compacted_file_behind(tmp_path, monkeypatch):
+    inline(monkeypatch)
+    out = tmp_path / "out"
+    run(out)
+    changed = [Unit(i, f"u-{i:05d}", str(i + 100), fingerprint(i + 100)) for i in range(UNITS)]
+    job.execute_job(changed, produce, str(out), PlainConfig(), compaction=CompactionSettings(mode="never"))
+    assert set(on_disk(out)) == listed(out) and not any("/compact-" in path for path in listed(out))
+    assert sorted(rows(out)["failures"]) == sorted(f"s{i + 100}" for i in range(UNITS) if i + 100 not in (7, 9))
+
+
 def test_a_long_shard_list_goes_to_a_parquet_index_beside_a_small_manifest(tmp_path, monkeypatch):
     inline(monkeypatch)
     monkeypatch.setattr("pipeline.engine.dataset.INLINE_SHARDS", 10)
