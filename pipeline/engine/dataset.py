@@ -149,13 +149,14 @@ def write_index(fs: pafs.FileSystem, root: str, name: str, table: pa.Table) -> d
     """Write `table` as `_index/{name}.parquet` (temp name, then rename); returns what the manifest records."""
     fs.create_dir(f"{root}/{INDEX}", recursive=True)
     relative = f"{INDEX}/{name}.parquet"
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, compression="zstd", write_statistics=False)
+    data = buffer.getvalue().to_pybytes()
     temporary = temporary_path(f"{root}/{relative}")
     with fs.open_output_stream(temporary) as sink:
-        pq.write_table(table, sink, compression="zstd", write_statistics=False)
+        sink.write(data)
     fs.move(temporary, f"{root}/{relative}")
-    with fs.open_input_stream(f"{root}/{relative}") as source:
-        digest = hashlib.sha256(source.read()).hexdigest()
-    return {"path": relative, "count": table.num_rows, "sha256": digest}
+    return {"path": relative, "count": table.num_rows, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def read_index(fs: pafs.FileSystem, root: str, index: dict, what: str) -> pa.Table:

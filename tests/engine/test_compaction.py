@@ -5,6 +5,7 @@ can be injected at each real boundary (after a group's files, after its group re
 one test kills a real `tracegen compact` process with SIGKILL after its first group and runs it again.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -44,16 +45,21 @@ class PlainConfig(KindConfig):
 
 
 def produce(payload, unit_id):
-    """Rows of two tables per unit; unit 7 has no failures, unit 9 no rows at all."""
+    """Rows of two tables per unit (~1 KB of zstd each); unit 7 has no failures, unit 9 no rows at all."""
     n = int(payload)
     if n == 9:
         return StageOutput({})
     duplicates = [
-        {"unit_id": unit_id, "source_id": f"s{n}-{i}", "duplicate_of": "k" * 40, "similarity": 0.5, "input_ref": "x:1"}
+        {"unit_id": unit_id, "source_id": f"s{n}-{i}", "duplicate_of": noise(n, i), "similarity": 0.5, "input_ref": "x"}
         for i in range(n % 5 + 3)
     ]
     failures = [] if n == 7 else [failure_row(unit_id, f"s{n}", "trace", "Boom", "m" * 200, f"x:{n}")]
     return StageOutput({"duplicates": duplicates, "failures": failures})
+
+
+def noise(*parts) -> str:
+    """Text that does not compress away, so a file's size is its rows' more than its footer's."""
+    return "".join(hashlib.sha256(f"{parts}{k}".encode()).hexdigest() for k in range(8))
 
 
 def units(count: int = UNITS) -> list[Unit]:
