@@ -265,3 +265,20 @@ def test_a_long_shard_list_goes_to_a_parquet_index_beside_a_small_manifest(tmp_p
     assert listed(out) == set(on_disk(out))
     assert json.loads((out / "manifest.json").read_text())["format"] == "tracegen-dataset/2"
     assert INLINE_SHARDS == 1024
+
+
+def test_tracegen_compact_merges_a_dataset_and_refuses_a_versioned_root(tmp_path, reference, ray_local, capsys):
+    from pipeline.cli import main
+
+    plain, expected = reference
+    copy = tmp_path / "copy"
+    shutil.copytree(plain, copy)
+    assert main(["compact", str(copy), "--workers", "1"]) == 0
+    assert '"duplicates": 1' in capsys.readouterr().out
+    assert rows(copy) == expected and set(on_disk(copy)) == listed(copy) == {
+        "duplicates/compact-00000.parquet",
+        "failures/compact-00000.parquet",
+    }
+    (tmp_path / "root" / "versions").mkdir(parents=True)
+    assert main(["compact", str(tmp_path / "root")]) == 2
+    assert "tracegen refresh compacts" in capsys.readouterr().err
