@@ -58,6 +58,7 @@ TERM_GRACE_S = 0.2
 POLL_S = 0.05  # how often a waiting runner checks whether the scratch is full
 TRACE_SLACK_BYTES = 1 << 20  # read past max_bytes: end objects and a torn line
 PARITY_LIMIT_BYTES = 1 << 16
+RECORD_FRAMES = 991  # recursion limit above the record's caller: 1,000 less the chunked runner's frames below it
 _PLAIN_ARGS = frozenset(map(id, (str, int, float, bool, type(None), bytes)))
 # Traced once by the runner itself before any record: what the tracer builds lazily on its first trace is
 # then built before every fork, not once per record's child.
@@ -116,6 +117,15 @@ def _entry(namespace, name):
     return entry
 
 
+def _give_the_record_its_stack():
+    """Set the recursion limit to RECORD_FRAMES above this frame: a record gets the same stack wherever the
+    runner calls it from, so a refactor of the runner moves no trace's recursion_limit cut."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    sys.setrecursionlimit(depth + RECORD_FRAMES)
+
+
 def _trace_record(record, budgets, limits, out, check_parity):
     """Child side: compile, evaluate the input, trace the entry call. Writes the end object."""
     write = _line_writer(out)
@@ -133,6 +143,7 @@ def _trace_record(record, budgets, limits, out, check_parity):
     )
     write(encode_object({"type": "start"}))
     out.flush()
+    _give_the_record_its_stack()
     outcome = tracer.run(entry, args, kwargs)
     end = dict(outcome.as_dict(), type="end")
     if check_parity and outcome.exit != "never":
@@ -146,6 +157,7 @@ def _run_untraced(record, limits, out):
     if loaded is None:
         return
     entry, args, kwargs, _ = loaded
+    _give_the_record_its_stack()
     try:
         result, exit_ = entry(*args, **kwargs), "normal"
     except BaseException as error:
