@@ -28,11 +28,11 @@ Standard library only.
 import bisect
 import sys
 from array import array
-from itertools import islice
-from operator import is_
 
 from tracers.pytrace import json_writer
 from tracers.repo_code import CO_NEWLOCALS, CodeInfo, render_input
+from tracers.reprcache import FLAT, IMMUTABLE, same
+from tracers.reprcache import signature as signature_of
 from tracers.saferepr import Limits, SafeRepr
 
 DEFAULT_BUDGETS = {
@@ -47,32 +47,9 @@ DEFAULT_BUDGETS = {
 }
 
 
-# Type ids, not types: hashing or comparing a type runs its metaclass's __hash__/__eq__.
-_IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
-_FLAT = frozenset(map(id, (list, tuple, dict)))
 _dumps = json_writer(",", ":")
 _settrace = sys.settrace
 _gettrace = sys.gettrace
-
-
-def _signature(value, kind, max_items):
-    """What a flat container's repr depends on: its length and the items it shows (only when those are
-    immutable scalars); None when it cannot be cached. The signature holds the items themselves, so
-    none can be freed and its address reused while the cache compares them by identity."""
-    items = islice(value.items() if kind is dict else value, max_items + 1)
-    shown = [part for item in items for part in item] if kind is dict else list(items)
-    if not _IMMUTABLE.issuperset([id(type(item)) for item in shown]):
-        return None
-    return len(value), shown
-
-
-def _same(signature, cached):
-    return (
-        cached is not None
-        and signature[0] == cached[0]
-        and len(signature[1]) == len(cached[1])
-        and all(map(is_, signature[1], cached[1]))
-    )
 
 
 class _Entry:
@@ -374,16 +351,16 @@ class EntryTracer:
         for name, value in frame.f_locals.items():  # a function frame's: an exact dict
             hit = cache.get(name)
             kind = id(type(value))
-            if kind in _IMMUTABLE:
+            if kind in IMMUTABLE:
                 if hit is not None and hit[0] is value:
                     fragments.append(hit[2])
                     pairs.append((name, hit[1]))
                     self._event_capped += hit[4]
                     continue
                 signature = None
-            elif kind in _FLAT:
-                signature = _signature(value, type(value), max_items)
-                if signature is not None and hit is not None and hit[0] is value and _same(signature, hit[3]):
+            elif kind in FLAT:
+                signature = signature_of(value, type(value), max_items)
+                if signature is not None and hit is not None and hit[0] is value and same(signature, hit[3]):
                     fragments.append(hit[2])
                     pairs.append((name, hit[1]))
                     self._event_capped += hit[4]
@@ -392,7 +369,7 @@ class EntryTracer:
                 signature = None
             text = self._text(value)
             fragment = _dumps([name, text])
-            if kind in _IMMUTABLE or signature is not None:
+            if kind in IMMUTABLE or signature is not None:
                 cache[name] = (value, text, fragment, signature, self._repr.capped)
             fragments.append(fragment)
             pairs.append((name, text))

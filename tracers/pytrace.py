@@ -4,6 +4,14 @@ Each event is written as one compact JSON array (see `EVENT_FIELDS`) to a line s
 whatever was recorded survives a budget stop or a kill. The tracer never raises into the traced code
 except to end it when a budget runs out (`BudgetExceeded`, a BaseException). Standard library only.
 
+Locals are written in full (`[[name, repr], ...]`, the frame's order) at a frame's first event and whenever
+its names change (one bound, one deleted); at its other events only what changed since the frame's previous
+event is written, as an object `{name: repr}` of names that event already had (`{}`: nothing changed).
+`expand_locals` (and the host's strict parser) turns that back into the full list, so the `traces` table
+holds every event's full locals. A value's repr is kept while the value is the same immutable object, or
+the same flat container showing the same immutable items (`tracers.reprcache`), and rendered again
+otherwise. The byte budget counts every event as if its locals were written in full.
+
 A trace holds the events of one thread, the one that makes the entry call. When traced code runs in another
 thread during the call (a `threading.Thread`, a `ThreadPoolExecutor` worker), that thread's events are not
 recorded and the trace ends at the entry thread's next event, exit `never`, truncated, reason `threads`: the
@@ -29,8 +37,10 @@ import os
 import sys
 import threading
 import time
+from itertools import repeat
 from json import encoder as _json_encoder
 
+from tracers.reprcache import FLAT, IMMUTABLE, signature, unchanged
 from tracers.saferepr import Limits, SafeRepr
 
 TRACER_VERSION = "4"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded
@@ -46,8 +56,6 @@ EVENT_FIELDS = (
     "locals",
     "arg",
 )
-# Type ids, not types: `type(v) in (int, ...)` compares with ==, which a metaclass can define.
-_IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 THREADS = "threads"  # the truncation reason of a trace whose traced code also ran in another thread
 TAMPERED = "tampered:"  # + the audit event: the traced code reached for the tracer's hook or state
 DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reporting: events are missing
@@ -80,8 +88,12 @@ def json_writer(item_separator, key_separator):
     return lambda value: join(chunks(value, 0))
 
 
-_encode = json_writer(",", ":")  # an event line
+_encode = json_writer(",", ":")  # a name that is not a str (written to f_locals): the host rejects the trace
 encode_object = json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
+_quote = _json_encoder.c_encode_basestring_ascii or _json_encoder.py_encode_basestring_ascii  # a JSON string
+_monotonic = time.monotonic
+_UNCACHED = object()  # the value of a cache entry whose repr is rendered again at every event
+_NOTHING = repeat(_UNCACHED)  # a frame's previous values when its names changed: none is the same
 
 
 def _opaque(function):
@@ -179,13 +191,15 @@ class Tracer:
         self._budgets = budgets or Budgets()
         self._repr = SafeRepr(limits or Limits())
         self._traced_codes = {}
-        self._frames = {}  # frame -> [frame_id, depth, last_event, immutable repr cache]
+        self._frames = {}  # frame -> state, see _new_state
+        self._sources = {}  # code -> {lineno: the source line as a JSON string}
+        self._names = {}  # local name -> its JSON string
+        self._max_items = self._repr.limits.max_items
         self._deadline = 0.0
         self._hook = _opaque(self._on_new_frame)
         self._local_hook = _opaque(self._on_event)
         self._other_thread_hook = _opaque(self._on_other_thread_frame)
         self._other_thread_ran = False  # traced code ran in another thread: the entry thread's next event ends
-        self._capped_hits = 0  # cached reprs of capped values reused in later events
         self.outcome = Outcome()
         self.result = None  # what the call returned or raised (for the parity check)
 
@@ -233,8 +247,7 @@ class Tracer:
                 return None
             state = self._frames.get(frame)
             if state is None:
-                parent_id, depth = self._parent_of(frame)
-                state = self._frames[frame] = [len(self._frames), depth, None, {}, parent_id]
+                state = self._new_state(frame)
             self._emit(frame, state, "call", None)
             return self._local_hook
         except BudgetExceeded:
@@ -286,6 +299,35 @@ class Tracer:
             caller = caller.f_back
         return None, 0
 
+    def _new_state(self, frame):
+        """A traced frame's state, kept for the whole trace (a generator's frame keeps it across resumes):
+        [0 frame_id, 1 depth, 2 last event, 3 {name: cache entry}, 4 parent frame_id, 5 the event line's frame
+        fields, 6 the function's JSON string, 7 {lineno: source JSON}, and of its previous event: 8 the names
+        of its locals (None: the next event writes them in full), 9 their values, 10 the positions of those
+        rendered again or checked at every event, 11 how many are capped, 12 the length of their full list]."""
+        parent_id, depth = self._parent_of(frame)
+        frame_id = len(self._frames)
+        code = frame.f_code
+        sources = self._sources.get(code)
+        if sources is None:
+            sources = self._sources[code] = {}
+        state = self._frames[frame] = [
+            frame_id,
+            depth,
+            None,
+            {},
+            parent_id,
+            "%d,%s,%d" % (frame_id, "null" if parent_id is None else parent_id, depth),
+            _quote(code.co_qualname),
+            sources,
+            None,
+            None,
+            None,
+            0,
+            2,
+        ]
+        return state
+
     def _emit(self, frame, state, event, arg):
         outcome = self.outcome
         budgets = self._budgets
@@ -293,48 +335,105 @@ class Tracer:
             self._stop(THREADS)
         if outcome.n_events >= budgets.max_events:
             self._stop("max_events")
-        if time.monotonic() > self._deadline:
+        if _monotonic() > self._deadline:
             self._stop("max_seconds")
         state[2] = event
-        code = frame.f_code
         lineno = frame.f_lineno
-        record = [
+        source = state[7].get(lineno)
+        if source is None:
+            source = state[7][lineno] = _quote(self._source_line(frame.f_code, lineno))
+        head = '[%d,"%s",%s,%s,%s,%s,' % (
             outcome.n_events,
             event,
-            state[0],
-            state[4],
-            state[1],
-            lineno,
-            code.co_qualname,
-            self._source_line(code, lineno),
-            self._locals(frame, state[3]),
-            None if event in ("call", "line") else self._repr(arg),
-        ]
-        line = _encode(record)
-        if outcome.n_bytes + len(line) > budgets.max_bytes:
+            state[5],
+            "null" if lineno is None else lineno,
+            state[6],
+            source,
+        )
+        pairs = self._locals(frame, state)
+        capped = state[11]
+        if event == "call" or event == "line":
+            tail = ",null]"
+        else:
+            tail = ",%s]" % _quote(self._repr(arg))
+            capped += self._repr.capped
+        size = len(head) + state[12] + len(tail)  # the line with its locals in full
+        if outcome.n_bytes + size > budgets.max_bytes:
             self._stop("max_bytes")
-        self._write(line)
+        self._write(head + pairs + tail)
         outcome.n_events += 1
-        outcome.n_bytes += len(line) + 1
-        outcome.n_capped = self._repr.n_capped + self._capped_hits
+        outcome.n_bytes += size + 1
+        outcome.n_capped += capped
 
-    def _locals(self, frame, cache):
-        """[[name, repr], ...] in the frame's order; immutable values keep their repr while unchanged."""
-        pairs = []
+    def _locals(self, frame, state):
+        """The event's locals as JSON: in full when the frame's names differ from its previous event's, else
+        the object of the reprs that changed since. Only the values that are not the same objects as at the
+        previous event, and the containers and objects among them, are looked at.
+
+        A cache entry is [value, repr, capped, signature, `"name":"repr"`, `["name","repr"]`, the name's JSON];
+        its value is _UNCACHED when the value is rendered again at every event (an object, a container of
+        objects). One loop, no helper calls: the tracer's frames count against the traced code's recursion
+        limit, so they are kept as few as they were."""
         namespace = frame.f_locals
         if not issubclass(type(namespace), dict):  # a class body's __prepare__ mapping: its methods are user code
-            return pairs
-        for name, value in dict.items(namespace):
-            hit = cache.get(name)
-            if hit is not None and hit[0] is value:
-                text = hit[1]
-                self._capped_hits += hit[2]
-            else:
-                text = self._repr(value)
-                if id(type(value)) in _IMMUTABLE:
-                    cache[name] = (value, text, self._repr.capped)
-            pairs.append([name, text])
-        return pairs
+            state[8], state[11], state[12] = None, 0, 2
+            return "[]"
+        names = list(dict.keys(namespace))
+        values = list(dict.values(namespace))
+        cache = state[3]
+        full = names != state[8]
+        if full:
+            previous, volatile = _NOTHING, _NOTHING
+        else:
+            previous, volatile = state[9], state[10]
+        state[9] = values
+        changed = []
+        regroup = full  # whether a local started or stopped being looked at at every event
+        max_items = self._max_items
+        for name, value, old, looked_at in zip(names, values, previous, volatile, strict=False):
+            if value is old and not looked_at:
+                continue
+            entry = cache.get(name)
+            if entry is None:
+                if type(name) is str:
+                    key = self._names.get(name)
+                    if key is None:
+                        key = self._names[name] = _quote(name)
+                else:
+                    key = _encode(name)  # the host rejects the trace, as it always did
+                entry = cache[name] = [_UNCACHED, None, False, None, None, "", key]
+            kind = id(type(value))
+            if entry[0] is value:
+                if kind in IMMUTABLE:
+                    continue
+                if entry[3] is not None and unchanged(value, type(value), entry[3], max_items):
+                    continue
+            shown = signature(value, type(value), max_items) if kind in FLAT else None
+            text = self._repr(value)
+            capped = self._repr.capped
+            regroup = regroup or (entry[0] is _UNCACHED or entry[3] is not None) != (
+                shown is not None or kind not in IMMUTABLE
+            )
+            entry[0] = value if kind in IMMUTABLE or shown is not None else _UNCACHED
+            entry[3] = shown
+            state[11] += capped - entry[2]
+            entry[2] = capped
+            if text != entry[1]:
+                quoted = _quote(text)
+                pair = "[%s,%s]" % (entry[6], quoted)
+                state[12] += len(pair) - len(entry[5])
+                entry[1], entry[4], entry[5] = text, entry[6] + ":" + quoted, pair
+                changed.append(entry[4])
+        if regroup:
+            state[10] = [cache[name][0] is _UNCACHED or cache[name][3] is not None for name in names]
+        if not full:
+            return "{%s}" % ",".join(changed)
+        entries = [cache[name] for name in names]
+        text = "[%s]" % ",".join([entry[5] for entry in entries])
+        state[8] = names if all(type(name) is str for name in names) else None  # else never a delta
+        state[11] = sum(entry[2] for entry in entries)
+        state[12] = len(text)
+        return text
 
     def _end(self, reason):
         self.outcome.truncated = True
@@ -390,7 +489,24 @@ def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None,
     )
     outcome = tracer.run(namespace[entry], args, kwargs)
     result = outcome.as_dict()
-    result["events"] = [dict(zip(EVENT_FIELDS, json.loads(line), strict=True)) for line in events]
+    result["events"] = [
+        dict(zip(EVENT_FIELDS, values, strict=True)) for values in expand_locals(map(json.loads, events))
+    ]
     for event in result["events"]:
         event["locals"] = dict(event["locals"])
     return result
+
+
+def expand_locals(events):
+    """The tracer's decoded event arrays with every event's locals as its full [[name, repr], ...] list.
+
+    For the tracer's own output (tests, notebooks); the host's strict parser does the same for untrusted
+    files, checking each reference (`pipeline.stages.tracefile`)."""
+    last = {}
+    for values in events:
+        pairs = values[8]
+        if type(pairs) is dict:
+            pairs = [[name, pairs.get(name, text)] for name, text in last[values[2]]]
+            values[8] = pairs
+        last[values[2]] = pairs
+        yield values

@@ -128,8 +128,8 @@ def _via(base, addresses):
     """The builtin's own C-level repr slot, called on the value directly (a subclass's override is skipped)."""
     slot = base.__repr__
     if addresses:
-        return lambda obj, kind, depth, seen: _ADDRESS.sub("0x...", slot(obj))
-    return lambda obj, kind, depth, seen: slot(obj)
+        return lambda self, obj, kind, depth, seen: _ADDRESS.sub("0x...", slot(obj))
+    return lambda self, obj, kind, depth, seen: slot(obj)
 
 
 class SafeRepr:
@@ -143,48 +143,7 @@ class SafeRepr:
         self.structural = self.limits.mode == "structural"
         self._can_alarm = True
         self._layouts = objstate.Layouts()
-        exact = {
-            int: self._int,
-            str: self._str,
-            bytes: self._bytes,
-            bytearray: self._bytes,
-            list: self._sequence,
-            tuple: self._sequence,
-            set: self._set,
-            frozenset: self._set,
-            dict: self._dict,
-            type: self._type,
-        }
-        exact.update({kind: _via(kind, False) for kind in _SCALARS + (float, complex)})
-        exact.update({kind: _via(kind, True) for kind in _NATIVE + (types.ModuleType,)})
-        # Builtin layouts a class may extend: walked in CPython's format, whatever the subclass overrides.
-        bases = dict(exact)
-        bases.update(
-            {
-                collections.deque: self._deque,
-                collections.defaultdict: self._defaultdict,
-                collections.OrderedDict: self._ordered_dict,
-                types.SimpleNamespace: self._namespace,
-                datetime.datetime: self._datetime,
-                datetime.time: self._datetime,
-            }
-        )
-        if self.structural:
-            exact.update(bases)
-            exact.update(
-                {
-                    types.ModuleType: self._module,
-                    types.MethodType: self._method,
-                    functools.partial: self._partial,
-                    slice: self._slice,
-                    array.array: self._array,
-                    type({}.keys()): self._view,
-                    type({}.values()): self._view,
-                    type({}.items()): self._view,
-                }
-            )
-        self._exact = {id(kind): fn for kind, fn in exact.items()}
-        self._bases = {id(kind): fn for kind, fn in bases.items()}
+        self._exact, self._bases = _tables(self.structural)
 
     def __call__(self, obj):
         self.capped = False
@@ -208,7 +167,7 @@ class SafeRepr:
             return repr(obj)
         handler = self._exact.get(id(kind))
         if handler is not None:
-            return handler(obj, kind, depth, seen)
+            return handler(self, obj, kind, depth, seen)
         if issubclass(kind, BaseException):  # issubclass on two types: a C-level MRO walk, no __class__ lookup
             if self.structural or objstate.defines(kind, "__repr__") is BaseException:
                 return self._exception(obj, kind, depth, seen)
@@ -513,12 +472,12 @@ class SafeRepr:
             if base is tuple and layout.tuple_fields(obj) is not None:
                 pairs = zip(layout.tuple_fields(obj), tuple.__iter__(obj), strict=False)
                 return self._fields(objstate.name(kind), pairs, tuple.__len__(obj), obj, depth, seen)
-            inner = fmt(obj, kind, depth, seen)
+            inner = fmt(self, obj, kind, depth, seen)
             if not layout.repr_overridden:
                 return inner
             return self._object_fields(obj, kind, layout, depth, seen, inner)
         if fmt is not None:
-            return fmt(obj, kind, depth, seen)
+            return fmt(self, obj, kind, depth, seen)
         if not objstate.is_heap(kind) or not layout.has_state:
             return _plain_object(obj)
         return self._object_fields(obj, kind, layout, depth, seen, None)
@@ -595,3 +554,58 @@ def _field_name(key, renderer, depth, seen):
 def _has_location(spec, layouts):
     state = objstate.str_keys(layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("_set_fileattr",))
     return state.get("_set_fileattr") is True
+
+
+_TABLES = {}  # structural (bool) -> ({id(type): handler}, {id(builtin base): handler}), built on first use
+
+
+def _tables(structural):
+    """The handlers of exact types and of the builtin layouts a class may extend, as plain functions of
+    (self, obj, kind, depth, seen): built once per mode, so making a SafeRepr (one per trace) costs nothing."""
+    if structural in _TABLES:
+        return _TABLES[structural]
+    exact = {
+        int: SafeRepr._int,
+        str: SafeRepr._str,
+        bytes: SafeRepr._bytes,
+        bytearray: SafeRepr._bytes,
+        list: SafeRepr._sequence,
+        tuple: SafeRepr._sequence,
+        set: SafeRepr._set,
+        frozenset: SafeRepr._set,
+        dict: SafeRepr._dict,
+        type: SafeRepr._type,
+    }
+    exact.update({kind: _via(kind, False) for kind in _SCALARS + (float, complex)})
+    exact.update({kind: _via(kind, True) for kind in _NATIVE + (types.ModuleType,)})
+    # Builtin layouts a class may extend: walked in CPython's format, whatever the subclass overrides.
+    bases = dict(exact)
+    bases.update(
+        {
+            collections.deque: SafeRepr._deque,
+            collections.defaultdict: SafeRepr._defaultdict,
+            collections.OrderedDict: SafeRepr._ordered_dict,
+            types.SimpleNamespace: SafeRepr._namespace,
+            datetime.datetime: SafeRepr._datetime,
+            datetime.time: SafeRepr._datetime,
+        }
+    )
+    if structural:
+        exact.update(bases)
+        exact.update(
+            {
+                types.ModuleType: SafeRepr._module,
+                types.MethodType: SafeRepr._method,
+                functools.partial: SafeRepr._partial,
+                slice: SafeRepr._slice,
+                array.array: SafeRepr._array,
+                type({}.keys()): SafeRepr._view,
+                type({}.values()): SafeRepr._view,
+                type({}.items()): SafeRepr._view,
+            }
+        )
+    tables = _TABLES[structural] = (
+        {id(kind): fn for kind, fn in exact.items()},
+        {id(kind): fn for kind, fn in bases.items()},
+    )
+    return tables

@@ -74,8 +74,12 @@ def require(condition: bool, what: str) -> None:
 _INT_LIMIT = 2**31
 
 
-def parse_event(values, expected_index: int, where: str = "") -> dict:
-    """One event array of the tracer (tracers/pytrace.py EVENT_FIELDS), checked field by field."""
+def parse_event(values, expected_index: int, where: str = "", frames: dict | None = None) -> dict:
+    """One event array of the tracer (tracers/pytrace.py EVENT_FIELDS), checked field by field.
+
+    With `frames` (frame_id -> the locals of its previous event, updated here) the locals may be a delta,
+    `{name: repr}` over the frame's previous event (tracers/pytrace.py): every name in it must be one that
+    event had, so a delta never refers to a frame or a local that was not sent; without, only full lists."""
     at = f"{where}event {expected_index}"
     if type(values) is not list or len(values) != 10:
         raise TraceFormatError(f"{at}: not a 10-field array")
@@ -91,13 +95,18 @@ def parse_event(values, expected_index: int, where: str = "") -> dict:
         raise TraceFormatError(f"{at}: bad parent {parent!r}")
     if type(function) is not str or type(source) is not str or (arg is not None and type(arg) is not str):
         raise TraceFormatError(f"{at}: bad function/source/arg")
-    if type(pairs) is not list:
+    if type(pairs) is dict and frames is not None:
+        local_pairs = _apply_delta(pairs, frames.get(frame_id), at)
+    elif type(pairs) is list:
+        local_pairs = []
+        for pair in pairs:
+            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
+                raise TraceFormatError(f"{at}: bad locals")
+            local_pairs.append((pair[0], pair[1]))
+    else:
         raise TraceFormatError(f"{at}: bad locals")
-    local_pairs = []
-    for pair in pairs:
-        if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
-            raise TraceFormatError(f"{at}: bad locals")
-        local_pairs.append((pair[0], pair[1]))
+    if frames is not None:
+        frames[frame_id] = local_pairs
     return {
         "index": index,
         "event": kind,
@@ -112,6 +121,26 @@ def parse_event(values, expected_index: int, where: str = "") -> dict:
     }
 
 
+def _apply_delta(delta: dict, previous: list | None, at: str) -> list:
+    """The frame's previous locals with the reprs of `delta` in place; a TraceFormatError when the frame had
+    no event before or the delta names a local that event did not have."""
+    if previous is None:
+        raise TraceFormatError(f"{at}: a delta of locals for a frame with no event before")
+    pairs, found = [], 0
+    for name, text in previous:
+        new = delta.get(name)
+        if new is None:
+            pairs.append((name, text))
+        else:
+            if type(new) is not str:
+                raise TraceFormatError(f"{at}: bad locals")
+            pairs.append((name, new))
+            found += 1
+    if found != len(delta):
+        raise TraceFormatError(f"{at}: a delta of locals names a local its frame did not have")
+    return pairs
+
+
 def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
     """Parse one trace file's bytes; a torn last line (a killed writer) is dropped, nothing else is."""
     lines = data.split(b"\n")
@@ -123,12 +152,13 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
     for name in ("python", "tracer_version", "repr_mode"):
         label(header.get(name), f"header {name}")
     events, end, failure = [], None, None
+    frames: dict[int, list] = {}
     for number, raw in enumerate(lines[1:], start=1):
         if end is not None or failure is not None:
             raise TraceFormatError(f"line {number}: data after the end of the trace")
         if raw.startswith(b"["):
             require(len(events) < max_events, f"more than {max_events} events")
-            events.append(parse_event(load_line(raw, number), len(events)))
+            events.append(parse_event(load_line(raw, number), len(events), frames=frames))
             continue
         obj = _object(raw, number)
         kind = obj.get("type")
