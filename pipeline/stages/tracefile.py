@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 EVENT_KINDS = frozenset({"call", "line", "return", "exception"})
 EXITS = frozenset({"normal", "error", "never"})
 MAX_LINE_BYTES = 4 << 20
@@ -72,6 +74,7 @@ def require(condition: bool, what: str) -> None:
 
 
 _INT_LIMIT = 2**31
+_FLAT_SCALARS = frozenset((str, int, bool, type(None)))
 
 
 def parse_event(values, expected_index: int, where: str = "", frames: dict | None = None) -> dict:
@@ -79,32 +82,37 @@ def parse_event(values, expected_index: int, where: str = "", frames: dict | Non
 
     With `frames` (frame_id -> the locals of its previous event, updated here) the locals may be a delta,
     `{name: repr}` over the frame's previous event (tracers/pytrace.py): every name in it must be one that
-    event had, so a delta never refers to a frame or a local that was not sent; without, only full lists."""
-    at = f"{where}event {expected_index}"
+    event had, so a delta never refers to a frame or a local that was not sent; without, only full lists.
+    The error's text is only built when there is one: this runs once per event."""
     if type(values) is not list or len(values) != 10:
-        raise TraceFormatError(f"{at}: not a 10-field array")
+        raise _bad(where, expected_index, "not a 10-field array")
     index, kind, frame_id, parent, depth, lineno, function, source, pairs, arg = values
     if index != expected_index or type(index) is not int:
-        raise TraceFormatError(f"{at}: index {index!r} out of order")
+        raise _bad(where, expected_index, f"index {index!r} out of order")
     if type(kind) is not str or kind not in EVENT_KINDS:
-        raise TraceFormatError(f"{at}: unknown event type {kind!r}")
-    for value in (frame_id, depth, lineno):
-        if type(value) is not int or not 0 <= value < _INT_LIMIT:
-            raise TraceFormatError(f"{at}: bad frame_id/depth/lineno {value!r}")
+        raise _bad(where, expected_index, f"unknown event type {kind!r}")
+    if type(frame_id) is not int or not 0 <= frame_id < _INT_LIMIT:
+        raise _bad(where, expected_index, f"bad frame_id/depth/lineno {frame_id!r}")
+    if type(depth) is not int or not 0 <= depth < _INT_LIMIT:
+        raise _bad(where, expected_index, f"bad frame_id/depth/lineno {depth!r}")
+    if type(lineno) is not int or not 0 <= lineno < _INT_LIMIT:
+        raise _bad(where, expected_index, f"bad frame_id/depth/lineno {lineno!r}")
     if parent is not None and (type(parent) is not int or not 0 <= parent < _INT_LIMIT):
-        raise TraceFormatError(f"{at}: bad parent {parent!r}")
+        raise _bad(where, expected_index, f"bad parent {parent!r}")
     if type(function) is not str or type(source) is not str or (arg is not None and type(arg) is not str):
-        raise TraceFormatError(f"{at}: bad function/source/arg")
-    if type(pairs) is dict and frames is not None:
-        local_pairs = _apply_delta(pairs, frames.get(frame_id), at)
-    elif type(pairs) is list:
-        local_pairs = []
-        for pair in pairs:
-            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
-                raise TraceFormatError(f"{at}: bad locals")
-            local_pairs.append((pair[0], pair[1]))
+        raise _bad(where, expected_index, "bad function/source/arg")
+    if type(pairs) is list:
+        local_pairs = [
+            (pair[0], pair[1])
+            for pair in pairs
+            if type(pair) is list and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str
+        ]
+        if len(local_pairs) != len(pairs):
+            raise _bad(where, expected_index, "bad locals")
+    elif type(pairs) is dict and frames is not None:
+        local_pairs = _apply_delta(pairs, frames.get(frame_id), where, expected_index)
     else:
-        raise TraceFormatError(f"{at}: bad locals")
+        raise _bad(where, expected_index, "bad locals")
     if frames is not None:
         frames[frame_id] = local_pairs
     return {
@@ -121,11 +129,15 @@ def parse_event(values, expected_index: int, where: str = "", frames: dict | Non
     }
 
 
-def _apply_delta(delta: dict, previous: list | None, at: str) -> list:
+def _bad(where: str, index: int, what: str) -> TraceFormatError:
+    return TraceFormatError(f"{where}event {index}: {what}")
+
+
+def _apply_delta(delta: dict, previous: list | None, where: str, index: int) -> list:
     """The frame's previous locals with the reprs of `delta` in place; a TraceFormatError when the frame had
     no event before or the delta names a local that event did not have."""
     if previous is None:
-        raise TraceFormatError(f"{at}: a delta of locals for a frame with no event before")
+        raise _bad(where, index, "a delta of locals for a frame with no event before")
     pairs, found = [], 0
     for name, text in previous:
         new = delta.get(name)
@@ -133,11 +145,11 @@ def _apply_delta(delta: dict, previous: list | None, at: str) -> list:
             pairs.append((name, text))
         else:
             if type(new) is not str:
-                raise TraceFormatError(f"{at}: bad locals")
+                raise _bad(where, index, "bad locals")
             pairs.append((name, new))
             found += 1
     if found != len(delta):
-        raise TraceFormatError(f"{at}: a delta of locals names a local its frame did not have")
+        raise _bad(where, index, "a delta of locals names a local its frame did not have")
     return pairs
 
 
@@ -157,8 +169,9 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
         if end is not None or failure is not None:
             raise TraceFormatError(f"line {number}: data after the end of the trace")
         if raw.startswith(b"["):
-            require(len(events) < max_events, f"more than {max_events} events")
-            events.append(parse_event(load_line(raw, number), len(events), frames=frames))
+            if len(events) >= max_events:
+                raise TraceFormatError(f"more than {max_events} events")
+            events.append(parse_decoded_event(decode_line(raw, number), raw, number, len(events), frames=frames))
             continue
         obj = _object(raw, number)
         kind = obj.get("type")
@@ -206,7 +219,47 @@ def load_line(raw: bytes, number: int) -> Any:
         raise TraceFormatError(f"line {number}: not JSON ({error})") from error
 
 
+def json_bytes(value: Any, sort_keys: bool = False) -> bytes:
+    """Exactly `json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()` (ASCII, non-ASCII
+    escaped), made by orjson when its output is the same: ASCII without DEL, which `json` escapes (a value
+    of str keys, ints, strings, None, lists and tuples: what content hashes are taken of)."""
+    fast = orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    if fast.isascii() and b"\x7f" not in fast:
+        return fast
+    return json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()
+
+
+def decode_line(raw: bytes, number: int) -> Any:
+    """What `load_line` gives, decoded by orjson where it can (what orjson refuses, `json` decodes or
+    rejects and `clean_value` cleans: lone surrogates, a BOM, NaN, numbers past a double)."""
+    if len(raw) <= MAX_LINE_BYTES:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return load_line(raw, number)
+
+
+def load_flat(raw: bytes, number: int) -> Any:
+    """What `load_line` gives, by orjson when that is an object of strings, ints, bools and nulls only
+    (where the two always agree), else by `load_line` itself: the tracer's header, start and end objects."""
+    value = decode_line(raw, number)
+    if type(value) is dict and _FLAT_SCALARS.issuperset(map(type, value.values())):
+        return value
+    return load_line(raw, number)
+
+
+def parse_decoded_event(value, raw: bytes, number: int, expected_index: int, where: str = "", frames=None) -> dict:
+    """`parse_event` of a line's `decode_line` value; a value it refuses is decoded again by `load_line` and
+    checked again, so the error is the one `load_line`'s value gives (orjson reads an integer past 64 bits as
+    a float, which `json` keeps an int)."""
+    try:
+        return parse_event(value, expected_index, "", frames)
+    except TraceFormatError:
+        return parse_event(load_line(raw, number), expected_index, where, frames)
+
+
 def _object(raw: bytes, number: int) -> dict:
-    value = load_line(raw, number)
+    value = load_flat(raw, number)
     require(isinstance(value, dict), f"line {number}: expected an object")
     return value

@@ -2,7 +2,6 @@
 
 import hashlib
 import inspect
-import json
 import os
 import time
 
@@ -10,7 +9,7 @@ from pipeline.engine.stats import StageCounters
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.stream import ParsedStream, ParsedTest
-from pipeline.stages.tracefile import TraceFormatError, require
+from pipeline.stages.tracefile import TraceFormatError, json_bytes, require
 
 
 def cut_entry(events: list[dict], entry: dict) -> list[dict]:
@@ -48,8 +47,7 @@ def repo_trace_id(path: str, qualname: str, code: str, input_: str, exit_: str, 
     """Content hash of the function and what happened (not of the test, the repository or the commit).
 
     Events are dicts built by `cut_entry` in one fixed key order, so no key sorting is needed."""
-    payload = json.dumps([path, qualname, code, input_, exit_, events], separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    return hashlib.sha256(json_bytes([path, qualname, code, input_, exit_, events])).hexdigest()[:32]
 
 
 class SourceReader:

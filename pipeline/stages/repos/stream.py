@@ -7,11 +7,17 @@ The first malformed line ends the parse (what came before is kept); a torn last 
 """
 
 import io
-import json
 import os
 from dataclasses import dataclass, field
 
-from pipeline.stages.tracefile import MAX_LINE_BYTES, TraceFormatError, load_line, parse_event, require
+from pipeline.stages.tracefile import (
+    MAX_LINE_BYTES,
+    TraceFormatError,
+    decode_line,
+    load_flat,
+    parse_decoded_event,
+    require,
+)
 
 EXITS = frozenset({"normal", "error", "never"})
 OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
@@ -68,8 +74,9 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
     Tests parsed before a malformed line are kept; the first malformed line ends the parse with
     `error` set. A torn last line (a killed writer) is dropped. `on_test(stream, test)` is called as
     each test is complete (and for a test the run ended inside), after which its events are released
-    (`n_events` keeps their count): a large suite is never held in memory at once. Event lines are
-    decoded in batches (one `json.loads` per run of events) and checked with plain loops."""
+    (`n_events` keeps their count): a large suite is never held in memory at once. A run of event lines is
+    decoded and checked when the next object line (or the end) comes, each line on its own; no error text
+    is built unless there is an error."""
     stream = ParsedStream()
     lines = io.BytesIO(source) if isinstance(source, bytes) else source
     test: ParsedTest | None = None
@@ -89,23 +96,23 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
             if not raw.endswith(b"\n"):
                 break  # torn by a kill
             read += len(raw)
-            require(max_bytes is None or read <= max_bytes, f"line {number}: output over {max_bytes} bytes")
+            if max_bytes is not None and read > max_bytes:
+                raise TraceFormatError(f"line {number}: output over {max_bytes} bytes")
             raw = raw[:-1]
-            require(len(raw) <= MAX_LINE_BYTES, f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+            if len(raw) > MAX_LINE_BYTES:
+                raise TraceFormatError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
             if raw.startswith(b"[") and number > 1:
-                current = _in_test(test, f"line {number}: an event outside a test")
-                require(stream.end is None, f"line {number}: an event outside a test")
-                require(
-                    len(current.events) + len(pending) < max_events,
-                    f"line {number}: more than {max_events} events in a test",
-                )
+                if test is None or stream.end is not None:
+                    raise TraceFormatError(f"line {number}: an event outside a test")
+                if len(test.events) + len(pending) >= max_events:
+                    raise TraceFormatError(f"line {number}: more than {max_events} events in a test")
                 pending.append((number, raw))
                 continue
             if pending:
                 _decode_events(pending, _in_test(test, f"line {number}: events outside a test").events)
                 pending = []
             require(stream.end is None, f"line {number}: data after the end object")
-            value = load_line(raw, number)
+            value = load_flat(raw, number)
             if number == 1:
                 require(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
                 stream.header = value
@@ -159,14 +166,10 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
 
 
 def _decode_events(pending: list[tuple[int, bytes]], events: list[dict]) -> None:
-    try:
-        values = json.loads(b"[" + b",".join(raw for _, raw in pending) + b"]")
-    except (ValueError, UnicodeDecodeError):
-        values = [load_line(raw, number) for number, raw in pending]  # names the bad line
-    if len(values) != len(pending):  # a line that held more than one value
-        values = [load_line(raw, number) for number, raw in pending]
-    for (number, _), value in zip(pending, values, strict=True):
-        events.append(parse_event(value, len(events), f"line {number}: "))
+    """Every pending line decoded (the first that is not JSON names the error), then each checked in order."""
+    values = [decode_line(raw, number) for number, raw in pending]
+    for (number, raw), value in zip(pending, values, strict=True):
+        events.append(parse_decoded_event(value, raw, number, len(events), f"line {number}: "))
 
 
 def _entry(value: dict, events: list[dict], number: int) -> dict:
