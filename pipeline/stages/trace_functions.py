@@ -26,7 +26,7 @@ from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
-from pipeline.stages.tracefile import TraceFormatError, parse_parity_file, parse_trace_file
+from pipeline.stages.tracefile import TraceFormatError, json_bytes, parse_parity_file, parse_trace_file
 
 REPR_MODES = ("structural", "user")
 
@@ -91,10 +91,8 @@ class TraceSettings:
 
 def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:
     """Content hash of what was traced and what happened."""
-    payload = json.dumps(
-        [record.code, record.entry, record.input, exit_, events], sort_keys=True, separators=(",", ":")
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    payload = json_bytes([record.code, record.entry, record.input, exit_, events], sort_keys=True)
+    return hashlib.sha256(payload).hexdigest()[:32]
 
 
 def trace_row(record: FunctionRecord, parsed, repr_mode: str, perturbed: bool | None = None) -> dict:
