@@ -270,7 +270,10 @@ def json_bytes(value: Any, sort_keys: bool = False) -> bytes:
     """Exactly `json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()` (ASCII, non-ASCII
     escaped), made by orjson when its output is the same: ASCII without DEL, which `json` escapes (a value
     of str keys, ints, strings, None, lists and tuples: what content hashes are taken of)."""
-    fast = orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    try:
+        fast = orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    except TypeError:  # what orjson cannot write (an int past 64 bits): json writes it
+        fast = b"\x7f"
     if fast.isascii() and b"\x7f" not in fast:
         return fast
     return json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode()
