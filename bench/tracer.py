@@ -254,6 +254,8 @@ def decode_repo(data, root, sources=None):
     cutter = EntryCutter(
         spec, SimpleNamespace(path=str(root), commit="0" * 40), RepoTraceSettings(), StageCounters("cut")
     )
+    if sources is not None:
+        cutter.sources = sources
     stream = parse_repo_stream(data, 10_000, on_test=cutter)
     assert stream.error is None, stream.error
     rows = cutter.finish(None)
