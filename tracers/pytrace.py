@@ -40,7 +40,7 @@ import time
 from itertools import repeat
 from json import encoder as _json_encoder
 
-from tracers.reprcache import FLAT, IMMUTABLE, signature, unchanged
+from tracers.reprcache import signature, unchanged
 from tracers.saferepr import Limits, SafeRepr
 
 TRACER_VERSION = "4"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded
@@ -92,6 +92,7 @@ _encode = json_writer(",", ":")  # a name that is not a str (written to f_locals
 encode_object = json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
 _quote = _json_encoder.c_encode_basestring_ascii or _json_encoder.py_encode_basestring_ascii  # a JSON string
 _monotonic = time.monotonic
+_NoneType = type(None)
 _UNCACHED = object()  # the value of a cache entry whose repr is rendered again at every event
 _NOTHING = repeat(_UNCACHED)  # a frame's previous values when its names changed: none is the same
 
@@ -303,8 +304,9 @@ class Tracer:
         """A traced frame's state, kept for the whole trace (a generator's frame keeps it across resumes):
         [0 frame_id, 1 depth, 2 last event, 3 {name: cache entry}, 4 parent frame_id, 5 the event line's frame
         fields, 6 the function's JSON string, 7 {lineno: source JSON}, and of its previous event: 8 the names
-        of its locals (None: the next event writes them in full), 9 their values, 10 the positions of those
-        rendered again or checked at every event, 11 how many are capped, 12 the length of their full list]."""
+        of its locals (None: the next event writes them in full), 9 their values, 10 for each whether it is
+        rendered again or checked at every event, 11 how many are capped, 12 the length of their full list;
+        13 its code (`frame.f_code` is an audited read)]."""
         parent_id, depth = self._parent_of(frame)
         frame_id = len(self._frames)
         code = frame.f_code
@@ -325,6 +327,7 @@ class Tracer:
             None,
             0,
             2,
+            code,
         ]
         return state
 
@@ -341,7 +344,7 @@ class Tracer:
         lineno = frame.f_lineno
         source = state[7].get(lineno)
         if source is None:
-            source = state[7][lineno] = _quote(self._source_line(frame.f_code, lineno))
+            source = state[7][lineno] = _quote(self._source_line(state[13], lineno))
         head = '[%d,"%s",%s,%s,%s,%s,' % (
             outcome.n_events,
             event,
@@ -402,19 +405,26 @@ class Tracer:
                 else:
                     key = _encode(name)  # the host rejects the trace, as it always did
                 entry = cache[name] = [_UNCACHED, None, False, None, None, "", key]
-            kind = id(type(value))
+            kind = type(value)  # compared by identity: no id() (an audited call) and no metaclass __eq__
+            immutable = (
+                kind is int
+                or kind is str
+                or kind is _NoneType
+                or kind is bool
+                or kind is float
+                or kind is bytes
+                or kind is complex
+            )
             if entry[0] is value:
-                if kind in IMMUTABLE:
+                if immutable:
                     continue
-                if entry[3] is not None and unchanged(value, type(value), entry[3], max_items):
+                if entry[3] is not None and unchanged(value, kind, entry[3], max_items):
                     continue
-            shown = signature(value, type(value), max_items) if kind in FLAT else None
+            shown = signature(value, kind, max_items) if kind is list or kind is tuple or kind is dict else None
             text = self._repr(value)
             capped = self._repr.capped
-            regroup = regroup or (entry[0] is _UNCACHED or entry[3] is not None) != (
-                shown is not None or kind not in IMMUTABLE
-            )
-            entry[0] = value if kind in IMMUTABLE or shown is not None else _UNCACHED
+            regroup = regroup or (entry[0] is _UNCACHED or entry[3] is not None) != (shown is not None or not immutable)
+            entry[0] = value if immutable or shown is not None else _UNCACHED
             entry[3] = shown
             state[11] += capped - entry[2]
             entry[2] = capped
@@ -424,15 +434,20 @@ class Tracer:
                 state[12] += len(pair) - len(entry[5])
                 entry[1], entry[4], entry[5] = text, entry[6] + ":" + quoted, pair
                 changed.append(entry[4])
-        if regroup:
-            state[10] = [cache[name][0] is _UNCACHED or cache[name][3] is not None for name in names]
         if not full:
+            if regroup:
+                state[10] = [cache[name][0] is _UNCACHED or cache[name][3] is not None for name in names]
             return "{%s}" % ",".join(changed)
-        entries = [cache[name] for name in names]
-        text = "[%s]" % ",".join([entry[5] for entry in entries])
-        state[8] = names if all(type(name) is str for name in names) else None  # else never a delta
-        state[11] = sum(entry[2] for entry in entries)
-        state[12] = len(text)
+        pairs, looked_at, capped, plain = [], [], 0, True
+        for name in names:
+            entry = cache[name]
+            pairs.append(entry[5])
+            looked_at.append(entry[0] is _UNCACHED or entry[3] is not None)
+            capped += entry[2]
+            plain = plain and type(name) is str
+        text = "[%s]" % ",".join(pairs)
+        state[8] = names if plain else None  # a name that is not a str: never a delta
+        state[10], state[11], state[12] = looked_at, capped, len(text)
         return text
 
     def _end(self, reason):

@@ -7,16 +7,36 @@ library only; used by `tracers.pytrace` and `tracers.entry_tracer`. Every check 
 loop): it costs less than rendering the container again.
 """
 
-from itertools import islice
+from itertools import islice, repeat
 from operator import is_
 
 # Type ids, not types: hashing or comparing a type runs its metaclass's __hash__/__eq__.
 IMMUTABLE = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
 FLAT = frozenset(map(id, (list, tuple, dict)))
+_NoneType = type(None)
+
+
+def _scalar_type(kind):
+    return (
+        kind is int
+        or kind is str
+        or kind is _NoneType
+        or kind is bool
+        or kind is float
+        or kind is bytes
+        or kind is complex
+    )
 
 
 def _scalars(items):
-    return IMMUTABLE.issuperset(map(id, map(type, items)))
+    """Whether every item is of an immutable builtin type, by identity of the types (neither id(), which is
+    an audited call, nor hashing a type, which runs its metaclass): all of one type in C, else one by one."""
+    if not items:
+        return True
+    first = type(items[0])
+    if all(map(is_, map(type, items), repeat(first))):
+        return _scalar_type(first)
+    return all(_scalar_type(type(item)) for item in items)
 
 
 def signature(value, kind, max_items):

@@ -221,16 +221,17 @@ class SafeRepr:
 
     def _sequence(self, obj, kind, depth, seen):
         base = kind if kind is list or kind is tuple else list if issubclass(kind, list) else tuple
-        if id(obj) in seen:
+        key = id(obj)  # once: id() is an audited call
+        if key in seen:
             return "[...]" if base is list else "(...)"
         if depth >= self.limits.max_depth:
             return self._deep("[\u2026]" if base is list else "(\u2026)")
-        seen.add(id(obj))
+        seen.add(key)
         try:
             size = base.__len__(obj)
             text = self._items(base.__iter__(obj), size, depth, seen)
         finally:
-            seen.discard(id(obj))
+            seen.discard(key)
         if base is tuple:
             return text[:-1] + ",)" if size == 1 else text
         return "[" + text[1:-1] + "]"
@@ -269,15 +270,16 @@ class SafeRepr:
         return ", ".join(out)
 
     def _dict(self, obj, kind, depth, seen):
-        if id(obj) in seen:
+        key = id(obj)  # once: id() is an audited call
+        if key in seen:
             return "{...}"
         if depth >= self.limits.max_depth:
             return self._deep("{\u2026}")
-        seen.add(id(obj))
+        seen.add(key)
         try:
             return "{" + self._pairs(dict.items(obj), dict.__len__(obj), depth, seen) + "}"
         finally:
-            seen.discard(id(obj))
+            seen.discard(key)
 
     def _pairs(self, items, size, depth, seen):
         limits, render, inner = self.limits, self._repr, depth + 1
