@@ -13,8 +13,10 @@ from pipeline.stages.tracefile import TraceFormatError, json_bytes, require
 
 
 def cut_entry(events: list[dict], entry: dict) -> list[dict]:
-    """The entry's events, re-indexed from 0, frames renumbered (entry = 0), depth relative to it."""
-    span = events[entry["start"] : entry["start"] + entry["n"]]
+    """The entry's events, re-indexed from 0, frames renumbered (entry = 0), depth relative to it. An event
+    that none of that changes (a test's first entry, called from outside the repository) is kept as it is."""
+    start = entry["start"]
+    span = events[start : start + entry["n"]]
     root, base = span[0]["frame_id"], span[0]["depth"]
     ids: dict[int, int] = {}
     out = []
@@ -24,8 +26,12 @@ def cut_entry(events: list[dict], entry: dict) -> list[dict]:
             parent = None
         else:
             parent = ids.get(event["parent_frame_id"])
-            require(parent is not None and event["depth"] > base, f"event {index}: its caller is outside the entry")
+            if parent is None or event["depth"] <= base:
+                raise TraceFormatError(f"event {index}: its caller is outside the entry")
         new_id = ids.setdefault(frame, len(ids))
+        if new_id == frame and parent == event["parent_frame_id"] and index == event["index"] and not base:
+            out.append(event)
+            continue
         out.append(
             {
                 "index": index,
