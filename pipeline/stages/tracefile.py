@@ -2,7 +2,15 @@
 
 A trace file is JSON lines: a header object, then optionally a `start` object and event arrays,
 then an `end` object (or a `failure` object). Every line is size-checked and type-checked; a file that
-breaks the format raises `TraceFormatError`, which becomes a failure row.
+breaks the format raises `TraceFormatError`, which becomes a failure row. An event's locals are a full
+`[[name, repr], ...]` list or a delta `{name: repr}` over its frame's previous event (tracers/pytrace.py),
+which the parser turns back into the full list; a delta that names a frame or a local not sent before is
+malformed.
+
+Speed without a second format: an event line is decoded and type-checked in C (`fast_event`, msgspec) and
+an object line by orjson where that gives exactly what `json` gives; every other line goes the exact way
+(`load_line`, `parse_event`), so the same lines are accepted, with the same values, and every error reads
+as it did.
 
 Every string is made valid Unicode as it is read (`clean_text`), so one value can never stop a table from
 being built: JSON lets a line carry lone surrogates (`"\udcff"`, what `os.fsdecode` makes of an undecodable
@@ -299,14 +307,14 @@ def load_flat(raw: bytes, number: int) -> Any:
     return load_line(raw, number)
 
 
-def parse_decoded_event(value, raw: bytes, number: int, expected_index: int, where: str = "", frames=None) -> dict:
+def parse_decoded_event(value, raw: bytes, number: int, expected_index: int, where: str = "") -> dict:
     """`parse_event` of a line's `decode_line` value; a value it refuses is decoded again by `load_line` and
     checked again, so the error is the one `load_line`'s value gives (orjson reads an integer past 64 bits as
     a float, which `json` keeps an int)."""
     try:
-        return parse_event(value, expected_index, "", frames)
+        return parse_event(value, expected_index)
     except TraceFormatError:
-        return parse_event(load_line(raw, number), expected_index, where, frames)
+        return parse_event(load_line(raw, number), expected_index, where)
 
 
 def _object(raw: bytes, number: int) -> dict:
