@@ -18,7 +18,6 @@ missing, replaced or malformed gets its own failure row; the records beside it a
 """
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 
 from pipeline.engine.failures import failure_row
