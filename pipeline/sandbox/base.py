@@ -123,11 +123,18 @@ class SandboxProcess(ABC):
 
     stdin: int
     stdout: int
+    _stopped: SandboxResult | None = None
 
-    @abstractmethod
     def stop(self, cause: str | None = None) -> SandboxResult:
         """Close the pipes, kill every process of the sandbox, and say how it ended (with `cause`, when the
-        caller stopped it for one, and the tail of its stderr)."""
+        caller stopped it for one, and the tail of its stderr). Stopping it again gives the same result."""
+        if self._stopped is None:
+            self._stopped = self._stop(cause)
+        return self._stopped
+
+    @abstractmethod
+    def _stop(self, cause: str | None) -> SandboxResult:
+        """What `stop` does, once."""
 
 
 @dataclass
@@ -224,7 +231,7 @@ class _CommandProcess(SandboxProcess):
         os.set_blocking(self.stdin, False)
         os.set_blocking(self.stdout, False)
 
-    def stop(self, cause: str | None = None) -> SandboxResult:
+    def _stop(self, cause: str | None) -> SandboxResult:
         process = self._process
         for pipe in (process.stdin, process.stdout):
             if pipe is not None:

@@ -313,7 +313,7 @@ class _ContainerProcess(SandboxProcess):
         self.stdout, self.stdin = stdout, -1
         self._start = time.monotonic()
 
-    def stop(self, cause: str | None = None) -> SandboxResult:
+    def _stop(self, cause: str | None) -> SandboxResult:
         import docker.errors
         import requests.exceptions
 

@@ -186,3 +186,13 @@ def test_no_network_reaches_nothing(backend, host_listener):
         b"192.0.2.1",
         b"OSError",
     ]
+
+
+def test_a_started_sandbox_stopped_twice_ends_once(backend):
+    """`stop` again (a caller's cleanup after an error path already stopped it) gives the first result:
+    nothing is closed, killed or released twice."""
+    process = backend.start([backend.python, "-c", "import sys, time; sys.stderr.write('up\\n'); time.sleep(60)"])
+    first = process.stop("stopped by the test")
+    assert process.stop() is first
+    assert first.cause == "stopped by the test" and first.returncode != 0
+    assert process.stop("another cause").cause == "stopped by the test"
