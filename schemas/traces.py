@@ -61,7 +61,13 @@ SCHEMA = pa.schema(
         ),
         field("input", pa.string(), "argument text of the entry call `entry(<input>)`"),
         field("python_version", pa.string(), "CPython version that ran the trace", nullable=False),
-        field("tracer_version", pa.string(), "version of tracers/pytrace.py", nullable=False),
+        field(
+            "tracer_version",
+            pa.string(),
+            "version of tracers/pytrace.py; `+monitoring` when the sys.monitoring backend recorded it (CPython 3.12+, "
+            "tracers/monitoring.py: the same events as sys.settrace), e.g. `4+monitoring`",
+            nullable=False,
+        ),
         field("exit", pa.string(), "normal | error (uncaught exception) | never (a budget ran out)", nullable=False),
         field("truncated", pa.bool_(), "true when the trace ended before the call did", nullable=False),
         field(

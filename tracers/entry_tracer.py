@@ -65,7 +65,13 @@ class _Entry:
 
 
 class EntryTracer:
-    """Traces the repository's frames of one thread, test by test, into one stream with entry marks."""
+    """Traces the repository's frames of one thread, test by test, into one stream with entry marks.
+
+    Events come from `sys.settrace`; tracers.entry_monitoring.MonitoringEntryTracer feeds the same hooks from
+    `sys.monitoring` (3.12+)."""
+
+    backend = "settrace"
+    uses_settrace = True  # the suite's own sys.settrace turns this tracer off (the guard reports it)
 
     def __init__(self, sink, path_filter, budgets=None, limits=None, replacements=(), abort_types=()):
         self.sink = sink
@@ -135,6 +141,9 @@ class EntryTracer:
             self._write_entry(entry, "never", True, reason)
         self._frames = {}
         return intact
+
+    def close(self):
+        """The end of the run (the sys.monitoring tracer gives its tools back)."""
 
     def halt(self, reason):
         """Record nothing more in this test (a budget, or the test is being aborted)."""

@@ -38,11 +38,9 @@ import sys
 import threading
 import time
 
-from tracers import isolation, objstate, runner_protocol
+from tracers import isolation, monitoring, objstate, runner_protocol
 from tracers.pytrace import (
-    TRACER_VERSION,
     Budgets,
-    Tracer,
     arm_guard,
     call_arguments,
     disarm_guard,
@@ -126,14 +124,14 @@ def _give_the_record_its_stack():
     sys.setrecursionlimit(depth + RECORD_FRAMES)
 
 
-def _trace_record(record, budgets, limits, out, check_parity):
+def _trace_record(record, budgets, limits, out, check_parity, backend):
     """Child side: compile, evaluate the input, trace the entry call. Writes the end object."""
     write = _line_writer(out)
     loaded = _load_record(record, write)
     if loaded is None:
         return
     entry, args, kwargs, lines = loaded
-    tracer = Tracer(
+    tracer = monitoring.tracer_class(backend)(
         is_traced=lambda c: c.co_filename == RECORD_FILENAME,
         source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
         write=write,
@@ -184,7 +182,7 @@ def _read_record(length):
     return json.loads(payload)
 
 
-def _run_child(length, budgets, limits, trace_fd, output_fd, check_parity):
+def _run_child(length, budgets, limits, trace_fd, output_fd, check_parity, backend):
     record = _read_record(length)
     null = _isolate(output_fd, trace_fd)
     with open(trace_fd, "w", encoding="ascii", buffering=1 << 16) as out:
@@ -194,14 +192,15 @@ def _run_child(length, budgets, limits, trace_fd, output_fd, check_parity):
                 {
                     "type": "header",
                     "id": record.get("id"),
-                    "tracer_version": TRACER_VERSION,
+                    "tracer_version": monitoring.tracer_version(backend),
+                    "tracer_backend": backend,
                     "python": "%d.%d.%d" % sys.version_info[:3],
                     "repr_mode": limits.mode,
                 }
             )
             + "\n"
         )
-        _trace_record(record, budgets, limits, out, check_parity)
+        _trace_record(record, budgets, limits, out, check_parity, backend)
         out.flush()
 
 
@@ -273,6 +272,8 @@ class _Runner:
         self.limits = Limits(**settings.get("limits", {}))
         self.timeout_s = float(settings.get("record_timeout_s", self.budgets.max_seconds + 2.0))
         self.check_parity = bool(settings.get("check_parity"))
+        # auto: sys.monitoring where this interpreter has it (3.12+), else settrace
+        self.backend = monitoring.resolve_backend(settings.get("tracer_backend"))
         self.trace_limit = self.budgets.max_bytes + TRACE_SLACK_BYTES
         self.scratch_fd = os.open(os.path.dirname(out_dir) or ".", os.O_RDONLY | os.O_DIRECTORY)
         self.out_name = os.path.basename(out_dir)
@@ -283,7 +284,7 @@ class _Runner:
         self._empty()
         self.baseline = _inodes_used(self.scratch_fd) if self.private else None
         with open(os.devnull, "w", encoding="ascii") as sink:
-            _trace_record(WARM_UP, self.budgets, self.limits, sink, self.check_parity)
+            _trace_record(WARM_UP, self.budgets, self.limits, sink, self.check_parity, self.backend)
         gc.freeze()  # what exists now is never scanned by a child's collector, so its pages stay shared
 
     def serve(self):
@@ -325,7 +326,9 @@ class _Runner:
         output_fd, trace_fd = files.create("out"), files.create("trace")
         if output_fd is None or trace_fd is None:
             raise OSError("the files of record %d cannot be created" % number)
-        reason = self._in_child(_run_child, (length, self.budgets, self.limits, trace_fd, output_fd, self.check_parity))
+        reason = self._in_child(
+            _run_child, (length, self.budgets, self.limits, trace_fd, output_fd, self.check_parity, self.backend)
+        )
         if reason == "scratch_full":
             self.stream.send("scratch", number)
             return
@@ -486,6 +489,7 @@ def main(argv):
     if kind != "config":
         raise ProtocolError("the first command must be config, got %r" % kind)
     settings = json.loads(runner_protocol.read_exact(0, length))
+    monitoring.install_guards()  # before any record runs: records may not touch sys.monitoring (3.12+)
     _Runner(settings, out_dir, ResultStream(1)).serve()
 
 

@@ -227,7 +227,12 @@ class Guard:
             elif event == "os.fork":
                 self._check_fork()
             elif event == "sys.settrace":
-                if self.tracer.tracing and not self.tracer.switching and threading.get_ident() == self.main_thread:
+                if (
+                    self.tracer.uses_settrace
+                    and self.tracer.tracing
+                    and not self.tracer.switching
+                    and threading.get_ident() == self.main_thread
+                ):
                     self.tracer_disabled("the suite called sys.settrace during the test")
         finally:
             self._busy = False

@@ -4,7 +4,7 @@
 around each test and adds the test boundaries, outcomes and collection errors. Output is JSON lines,
 each written whole:
 
-    {"type": "header", "tracer_version", "python", "budgets"}
+    {"type": "header", "tracer_version", "tracer_backend", "python", "budgets"}
     {"type": "test", "nodeid"}                       a test starts; event ordinals restart at 0
     [ordinal, event, frame_id, parent_frame_id, depth, lineno, function, source, locals, arg]
     {"type": "entry", "frame", "start", "n", "end", "exit", "truncated", "reason", "path", "qualname",
@@ -19,8 +19,9 @@ test's stream; the host renumbers them per entry. Entry `start` is the ordinal o
 `n` the number of events that belong to it (its budget-limited prefix of `start..end`).
 `progress_fd` (optional) gets a `tracers.watchdog` progress line at each test's start and end; `deselect`
 names tests not to run (an earlier run of the same suite ran them). A test at whose end the tracer's
-hook is no longer installed (the suite called `sys.settrace`), or a run in which `sys.settrace` or
-`threading.settrace` was replaced, gets a `tracer_disabled` / `tracer_patched` violation.
+hook is no longer installed (the suite called `sys.settrace`; with the sys.monitoring backend, a tool found
+changed), or a run in which `sys.settrace` or `threading.settrace` was replaced (sys.monitoring: a call aimed
+at the tracer's tools was refused), gets a `tracer_disabled` / `tracer_patched` violation.
 Standard library only; pytest is not imported (the hooks are plain methods).
 """
 
@@ -30,7 +31,8 @@ import threading
 
 from tracers import watchdog
 from tracers.entry_tracer import DEFAULT_BUDGETS
-from tracers.pytrace import TRACER_VERSION, json_writer
+from tracers.monitoring import SETTRACE, tracer_version
+from tracers.pytrace import json_writer
 
 MESSAGE_CHARS = 2000
 # By module name: in the runner's sealed copy (tracers/seal.py) `sys` and `threading` are snapshots, and only
@@ -110,7 +112,7 @@ class TracePlugin:
 
     def _check_hooks(self):
         """Report (once) a replaced sys.settrace / threading.settrace; the tracer uses its own references."""
-        if self._patched_reported or self.guard is None or not self.trace:
+        if self._patched_reported or self.guard is None or not self.trace or not self.tracer.uses_settrace:
             return
         replaced = [
             "%s.settrace" % module for module, name, real in _HOOKS if getattr(sys.modules[module], name) is not real
@@ -195,10 +197,11 @@ class TracePlugin:
         self.sink.flush()
 
 
-def header(sink, budgets):
+def header(sink, budgets, backend=SETTRACE):
     sink.obj(
         type="header",
-        tracer_version=TRACER_VERSION,
+        tracer_version=tracer_version(backend),
+        tracer_backend=backend,
         python="%d.%d.%d" % sys.version_info[:3],
         budgets=dict(DEFAULT_BUDGETS, **(budgets or {})),
         thread=threading.get_ident(),

@@ -62,6 +62,26 @@ DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reportin
 _CLOSED = frozenset(("return", "unwound"))  # the last event of every frame of a call that ended by itself
 _HOOK_EVENTS = frozenset(("sys.settrace", "sys.setprofile"))  # refused in the traced thread
 _WALK_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))  # refused in every thread
+# sys.monitoring (3.12+) is process-wide: its mutators are refused in every thread. Only register_callback raises
+# an audit event; tracers.monitoring routes the others through `refuse_event` (its guards on sys.monitoring).
+MONITORING_MUTATORS = (
+    "use_tool_id",
+    "free_tool_id",
+    "clear_tool_id",
+    "register_callback",
+    "set_events",
+    "set_local_events",
+    "restart_events",
+)
+_MONITOR_EVENTS = frozenset("sys.monitoring." + name for name in MONITORING_MUTATORS)
+
+
+def _frame_locals_type():
+    return type(sys._getframe().f_locals)
+
+
+# What a function frame's f_locals is: a dict (a snapshot) up to 3.12, a FrameLocalsProxy from 3.13 (PEP 667).
+_FRAME_LOCALS = _frame_locals_type()
 
 
 def _unencodable(value):
@@ -108,27 +128,34 @@ class TracerTampered(BaseException):
 
 
 def _make_guard():
-    """(arm, disarm): one audit hook per process, installed on first use, inert while nothing is armed.
+    """(arm, disarm, refuse_event): one audit hook per process, installed on first use, inert while nothing
+    is armed.
 
     `arm(on_tamper, thread_id)` returns a token; while armed, a refused event calls `on_tamper(reason)` and
-    raises TracerTampered into the caller. `disarm(token)` ends that arming only. Both are opaque, so the
-    armed set is out of reach of the traced code (and `gc.get_referents`, the way in, is refused)."""
+    raises TracerTampered into the caller. `disarm(token)` ends that arming only. `refuse_event(event)` is the
+    same check for an event CPython does not audit (the `sys.monitoring` mutators, through the guards
+    tracers.monitoring puts on them). All are opaque, so the armed set is out of reach of the traced code
+    (and `gc.get_referents`, the way in, is refused)."""
     armed = {}
     installed = []
     get_ident, getpid, add_hook = threading.get_ident, os.getpid, sys.addaudithook
+    hook_events, every_thread = _HOOK_EVENTS, _WALK_EVENTS | _MONITOR_EVENTS
 
     def audit(event, args):
-        if not armed or (event not in _HOOK_EVENTS and event not in _WALK_EVENTS):
+        if not armed or (event not in hook_events and event not in every_thread):
             return
         hit = [
             on_tamper
             for on_tamper, thread_id, pid in list(armed.values())
-            if pid == getpid() and (event in _WALK_EVENTS or thread_id == get_ident())
+            if pid == getpid() and (event in every_thread or thread_id == get_ident())
         ]
         if hit:
             for on_tamper in hit:
                 on_tamper(TAMPERED + event)
             raise TracerTampered(TAMPERED + event)
+
+    def refuse_event(event):
+        audit(event, ())
 
     def arm(on_tamper, thread_id):
         if not installed:
@@ -141,10 +168,10 @@ def _make_guard():
     def disarm(token):
         armed.pop(id(token), None)
 
-    return _opaque(arm), _opaque(disarm)
+    return _opaque(arm), _opaque(disarm), _opaque(refuse_event)
 
 
-arm_guard, disarm_guard = _make_guard()
+arm_guard, disarm_guard, refuse_event = _make_guard()
 
 
 class Budgets:
@@ -182,7 +209,12 @@ class Outcome:
 
 
 class Tracer:
-    """Traces one call. `is_traced(code)` selects frames; `source_line(code, lineno)` gives line text."""
+    """Traces one call. `is_traced(code)` selects frames; `source_line(code, lineno)` gives line text.
+
+    Events come from `sys.settrace`; tracers.monitoring.MonitoringTracer feeds the same capture from
+    `sys.monitoring` (3.12+)."""
+
+    backend = "settrace"
 
     def __init__(self, is_traced, source_line, write, flush=None, budgets=None, limits=None):
         self._is_traced = is_traced
@@ -208,8 +240,10 @@ class Tracer:
         """Call fn(*args, **kwargs) under the tracer and return the Outcome; never raises."""
         outcome = self.outcome
         self._deadline = time.monotonic() + self._budgets.max_seconds
-        threading.settrace(self._other_thread_hook)
-        sys.settrace(self._hook)
+        self._install()
+        if outcome.truncated:  # the backend could not start (tracers.monitoring: no free tool id)
+            outcome.exit = "never"
+            return outcome
         token = arm_guard(self._tampered, threading.get_ident())
         try:
             self.result = fn(*args, **(kwargs or {}))
@@ -221,9 +255,7 @@ class Tracer:
             outcome.exit = "error"
         finally:
             disarm_guard(token)
-            hooks_intact = sys.gettrace() is self._hook and threading.gettrace() is self._other_thread_hook
-            sys.settrace(None)
-            threading.settrace(None)
+            hooks_intact = self._uninstall()
         if not outcome.truncated and not (hooks_intact and self._frames_closed()):
             self._end(DISABLED)
         if not outcome.truncated and self._other_thread_ran:
@@ -231,6 +263,18 @@ class Tracer:
         if outcome.truncated:
             outcome.exit = "never"
         return outcome
+
+    def _install(self):
+        """Start delivering events (this backend: sys.settrace, and threading's hook for new threads)."""
+        threading.settrace(self._other_thread_hook)
+        sys.settrace(self._hook)
+
+    def _uninstall(self):
+        """Stop delivering events; returns whether the hooks were still this tracer's."""
+        intact = sys.gettrace() is self._hook and threading.gettrace() is self._other_thread_hook
+        sys.settrace(None)
+        threading.settrace(None)
+        return intact
 
     def _frames_closed(self):
         """Whether every traced frame reported its end: one that did not stopped being traced midway."""
@@ -378,11 +422,16 @@ class Tracer:
         objects). One loop, no helper calls: the tracer's frames count against the traced code's recursion
         limit, so they are kept as few as they were."""
         namespace = frame.f_locals
-        if not issubclass(type(namespace), dict):  # a class body's __prepare__ mapping: its methods are user code
+        mapping = type(namespace)
+        if mapping is _FRAME_LOCALS and mapping is not dict:  # 3.13+: a function frame's FrameLocalsProxy (PEP 667)
+            names = list(namespace.keys())
+            values = list(namespace.values())
+        elif issubclass(mapping, dict):
+            names = list(dict.keys(namespace))
+            values = list(dict.values(namespace))
+        else:  # a class body's __prepare__ mapping: its methods are user code
             state[8], state[11], state[12] = None, 0, 2
             return "[]"
-        names = list(dict.keys(namespace))
-        values = list(dict.values(namespace))
         cache = state[3]
         full = names != state[8]
         if full:
@@ -484,18 +533,22 @@ def call_arguments(input_text, namespace):
     return eval(compile("(lambda *a, **k: (a, k))(%s\n)" % input_text, "<input>", "eval"), namespace)
 
 
-def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None, limits=None):
-    """Trace `entry(<input>)` of a source string in this process; returns {outcome..., events}.
+def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None, limits=None, backend="auto"):
+    """Trace `entry(<input>)` of a source string in this process; returns {outcome..., events, backend}.
 
     A convenience for tests and notebooks: no sandbox, no fork. The pipeline uses
-    `tracers.function_runner`, which adds process isolation around the same Tracer.
+    `tracers.function_runner`, which adds process isolation around the same Tracer. `backend`: auto,
+    settrace or monitoring (tracers.monitoring.resolve_backend).
     """
+    from tracers.monitoring import resolve_backend, tracer_class
+
+    backend = resolve_backend(backend)
     namespace = {"__name__": "__tracegen__"}
     exec(compile(code, filename, "exec"), namespace)
     args, kwargs = call_arguments(input, namespace)
     lines = source_lines(code)
     events = []
-    tracer = Tracer(
+    tracer = tracer_class(backend)(
         is_traced=lambda c: c.co_filename == filename,
         source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
         write=events.append,
@@ -504,6 +557,7 @@ def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None,
     )
     outcome = tracer.run(namespace[entry], args, kwargs)
     result = outcome.as_dict()
+    result["backend"] = backend
     result["events"] = [
         dict(zip(EVENT_FIELDS, values, strict=True)) for values in expand_locals(map(json.loads, events))
     ]

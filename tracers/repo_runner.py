@@ -3,7 +3,9 @@
 `install` is `tracers.install.install`. `trace` (network off, run by the venv's Python) is the
 supervisor of `tracers.watchdog`: it runs `pytest REQUEST FD` as its child and ends the run when a test
 overruns its budget. `pytest` runs pytest with `tracers.pytest_plugin` (progress lines to FD), skips the
-request's `deselect` node ids (tests an earlier run already ran), and writes the stream to
+request's `deselect` node ids (tests an earlier run already ran), traces with the request's
+`tracer_backend` (`auto`: sys.monitoring where the venv's Python has it, tracers/entry_monitoring.py; else
+settrace), and writes the stream to
 `SCRATCH/out/trace.jsonl`; pytest's own output goes to `SCRATCH/out/pytest.log`. The run is guarded
 from inside by `tracers.guard` as well. Standard library only.
 """
@@ -13,9 +15,11 @@ import os
 import signal
 import sys
 
+from tracers.entry_monitoring import MonitoringEntryTracer
 from tracers.entry_tracer import EntryTracer
 from tracers.guard import ABORT_GRACE_S, Guard, TestAborted
 from tracers.install import install
+from tracers.monitoring import MONITORING, add_refusal_listener, resolve_backend
 from tracers.pytest_plugin import Sink, TracePlugin, header
 from tracers.repo_code import PathFilter
 from tracers.saferepr import Limits
@@ -52,13 +56,15 @@ def trace(request, progress_fd):
     handle = open(os.path.join(out_dir, "trace.jsonl"), "w", encoding="ascii", buffering=1 << 20)
     budgets = request.get("budgets") or {}
     sink = Sink(handle, int(budgets.get("max_output_bytes", 192 << 20)) - 4096)
-    header(sink, budgets)
+    backend = resolve_backend(request.get("tracer_backend"))  # the venv's interpreter decides `auto`
+    header(sink, budgets, backend)
     sink.flush()
     roots = [request["worktree"]] + [root for root in request.get("extra_roots", []) if root]
     replacements = [(request["worktree"], "<repo>"), (scratch, "<scratch>")]
     replacements += [(root, "<repo>") for root in request.get("extra_roots", [])]
     replacements += [(request["venv"], "<venv>")] if request.get("venv") else []
-    tracer = EntryTracer(
+    traced = not request.get("untraced")  # untraced: the tracer is never started, and claims no sys.monitoring tool
+    tracer = (MonitoringEntryTracer if backend == MONITORING and traced else EntryTracer)(
         sink,
         PathFilter(roots, request["include"], request["exclude"]),
         budgets,
@@ -67,11 +73,16 @@ def trace(request, progress_fd):
         abort_types=(TestAborted,),
     )
     guard = Guard(sink, tracer, request, log_fd)
+    add_refusal_listener(
+        lambda name, tool: guard.violation(
+            "tracer_patched", "the suite called sys.monitoring.%s on the tracer's tool %d (refused)" % (name, tool)
+        )
+    )
     plugin = TracePlugin(
         tracer,
         sink,
         guard,
-        trace=not request.get("untraced"),
+        trace=traced,
         progress_fd=progress_fd,
         deselect=request.get("deselect") or (),
     )

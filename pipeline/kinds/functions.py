@@ -11,9 +11,12 @@ from pipeline.engine.orchestrate import RayTasks, map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
+    add_interpreter_arguments,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    check_tracer_backend,
+    python_from,
     repr_limits_from,
     sampling_from,
 )
@@ -150,10 +153,12 @@ def chunk_units(
 
 @dataclass(frozen=True)
 class FunctionsConfig(SandboxedConfig):
-    """What a function-tracing job computes: the sandbox, the chunking, the tracer's budgets, the
-    trajectory sampling and the dedup parameters."""
+    """What a function-tracing job computes: the sandbox and the interpreter in it (`python`, a resolved path;
+    None: the sandbox's own), the chunking, the tracer's budgets and backend, the trajectory sampling and the
+    dedup parameters."""
 
     kind: ClassVar[str] = "functions"
+    python: str | None = None
     chunk_size: int = 16
     trace: TraceSettings = field(default_factory=TraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
@@ -177,6 +182,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--input", required=True, help="JSONL file of {id, code, input, entry?}")
         add_sandbox_argument(parser)
+        add_interpreter_arguments(parser)
         parser.add_argument(
             "--chunk-size", type=int, default=FunctionsConfig.chunk_size, help="records per unit (one Ray task)"
         )
@@ -205,13 +211,19 @@ class FunctionsKind(JobKind[FunctionsConfig]):
             record_timeout_s=args.record_timeout,
             reprs=repr_limits_from(args),
             check_parity=args.check_parity,
+            tracer_backend=args.tracer_backend,
         )
         return args.input, FunctionsConfig(
-            sandbox=args.sandbox, chunk_size=args.chunk_size, trace=trace, sampling=sampling_from(args)
+            sandbox=args.sandbox,
+            python=python_from(args),
+            chunk_size=args.chunk_size,
+            trace=trace,
+            sampling=sampling_from(args),
         )
 
     def preflight(self, config: FunctionsConfig) -> None:
-        check_sandbox(config.sandbox)
+        check_sandbox(config.sandbox, config.python)
+        check_tracer_backend(config.sandbox, config.python, config.trace.tracer_backend)
 
     def units(self, source: str, config: FunctionsConfig) -> list[Unit]:
         records, read_failures, read = read_counted(source)
@@ -220,7 +232,8 @@ class FunctionsKind(JobKind[FunctionsConfig]):
 
     def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig) -> StageOutput:
         """Trace one chunk in the sandbox, then sample trajectories from its traces."""
-        traced = trace_functions(payload.records, make_sandbox(config.sandbox), config.trace, unit_id)
+        sandbox = make_sandbox(config.sandbox, python=config.python)
+        traced = trace_functions(payload.records, sandbox, config.trace, unit_id)
         sampled = sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)
         dropped = StageOutput(
             {"failures": payload.read_failures, "duplicates": payload.duplicates}, dict(payload.counters)

@@ -1,12 +1,17 @@
-"""What several kinds share, defined once: the sandbox setting and its option, the trajectory sampling options."""
+"""What several kinds share, defined once: the sandbox setting and its option, the interpreter and tracer backend
+options, the repr options, the trajectory sampling options."""
 
 import argparse
+import os
+import sys
 from dataclasses import dataclass
 
 from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.config import KindConfig
+from pipeline.engine.errors import SetupError
 from pipeline.sandbox import BACKENDS
-from pipeline.stages.trace_functions import REPR_MODES, ReprLimits
+from pipeline.sandbox.interpreters import describe, resolve_python
+from pipeline.stages.trace_functions import REPR_MODES, TRACER_BACKENDS, ReprLimits
 from pipeline.stages.trajectories import SamplingSettings
 
 
@@ -29,6 +34,47 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
         default="bwrap",
         help="where untrusted code runs (default bwrap; process runs it without isolation)",
     )
+
+
+def add_interpreter_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which Python runs the traced code, and which tracer backend records it (both in the config hash)."""
+    parser.add_argument(
+        "--python",
+        default=None,
+        help="the interpreter that runs the traced code in the sandbox: a path, a version pyenv has (3.12) or a "
+        "command (python3.12); default: this one (bwrap, process); docker always runs its image's",
+    )
+    parser.add_argument(
+        "--tracer-backend",
+        choices=TRACER_BACKENDS,
+        default="auto",
+        help="how the tracer gets its events: sys.monitoring (CPython 3.12+, much cheaper where nothing is "
+        "recorded) or sys.settrace; auto (default) takes sys.monitoring where the interpreter has it",
+    )
+
+
+def python_from(args: argparse.Namespace) -> str | None:
+    """The resolved --python (a real path), or None for the sandbox's own interpreter."""
+    if args.python is None:
+        return None
+    if args.sandbox == "docker":
+        raise ValueError("--python does not apply to --sandbox docker: it runs its image's Python")
+    return resolve_python(args.python)
+
+
+def check_tracer_backend(sandbox: str, python: str | None, backend: str) -> None:
+    """A forced `monitoring` backend needs CPython 3.12+ inside the sandbox: a SetupError before any work."""
+    if backend != "monitoring":
+        return
+    if sandbox == "docker":
+        return  # the image's Python: the runner inside refuses a backend it lacks (a failure row per chunk)
+    interpreter = python or os.path.realpath(sys.executable)  # what bwrap and process run (Sandbox.python)
+    found = describe(interpreter)
+    if not found.has_monitoring:
+        raise SetupError(
+            f"--tracer-backend monitoring needs CPython 3.12 or later; {interpreter} is "
+            f"{found.implementation} {'.'.join(map(str, found.version))}: choose --python 3.12 or --tracer-backend auto"
+        )
 
 
 def add_repr_mode_argument(parser: argparse.ArgumentParser) -> None:

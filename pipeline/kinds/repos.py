@@ -25,9 +25,12 @@ from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
+    add_interpreter_arguments,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    check_tracer_backend,
+    python_from,
     repr_limits_from,
     sampling_from,
 )
@@ -45,10 +48,12 @@ def default_cache_dir() -> str:
 
 @dataclass(frozen=True)
 class ReposConfig(SandboxedConfig):
-    """What a repository-tracing job computes (the sandbox, entry budgets, sampling) and where its caches
-    live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
+    """What a repository-tracing job computes (the sandbox and the Python its venvs are made from, `python`:
+    a resolved path, None = the sandbox's own; entry budgets and tracer backend, sampling) and where its
+    caches live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
 
     kind: ClassVar[str] = "repos"
+    python: str | None = None
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     cache_dir: str = field(default="", metadata=UNHASHED)
@@ -80,6 +85,7 @@ class ReposKind(JobKind[ReposConfig]):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")
         add_sandbox_argument(parser)
+        add_interpreter_arguments(parser)
         parser.add_argument(
             "--max-events", type=int, default=RepoTraceSettings.max_events, help="events per entry trace"
         )
@@ -99,15 +105,20 @@ class ReposKind(JobKind[ReposConfig]):
     def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
         return args.manifest, ReposConfig(
             sandbox=args.sandbox,
+            python=python_from(args),
             trace=RepoTraceSettings(
-                max_events=args.max_events, reprs=repr_limits_from(args), parity=not args.no_parity
+                max_events=args.max_events,
+                reprs=repr_limits_from(args),
+                parity=not args.no_parity,
+                tracer_backend=args.tracer_backend,
             ),
             sampling=sampling_from(args),
             cache_dir=args.cache_dir,
         )
 
     def preflight(self, config: ReposConfig) -> None:
-        check_sandbox(config.sandbox)
+        check_sandbox(config.sandbox, config.python)
+        check_tracer_backend(config.sandbox, config.python, config.trace.tracer_backend)
         if shutil.which("git") is None:
             raise SetupError("trace-repos needs git to clone repositories: install it (apt-get install git)")
         root, _ = config.caches()
@@ -127,7 +138,7 @@ class ReposKind(JobKind[ReposConfig]):
         root, pip_cache = config.caches()
         traced = trace_repo(
             payload,
-            make_sandbox(config.sandbox),
+            make_sandbox(config.sandbox, python=config.python),
             GitCache(os.path.join(root, "git")),
             config.trace,
             unit_id,

@@ -10,9 +10,11 @@ from pipeline.compact import add_compaction_options, compaction_from
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.options import (
+    add_interpreter_arguments,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    python_from,
     repr_limits_from,
     sampling_from,
 )
@@ -28,6 +30,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sources", required=True, help="TOML file of [[repo]], [[functions]], [[go]] tables")
     parser.add_argument("--root", required=True, help="versioned dataset root (versions/N, _log/, LATEST)")
     add_sandbox_argument(parser)
+    add_interpreter_arguments(parser)
     parser.add_argument("--keep", type=int, default=7, help="committed versions to keep (default 7)")
     parser.add_argument("--chunk-size", type=int, default=FunctionsConfig.chunk_size, help="function records per unit")
     parser.add_argument("--go-runs", type=int, default=GoSettings.runs, help="runs per Go program")
@@ -44,12 +47,21 @@ def configs_from(args: argparse.Namespace) -> RefreshConfigs:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     reprs, sampling = repr_limits_from(args), sampling_from(args)
+    python, backend = python_from(args), args.tracer_backend
     return RefreshConfigs(
         functions=FunctionsConfig(
-            sandbox=args.sandbox, chunk_size=args.chunk_size, trace=TraceSettings(reprs=reprs), sampling=sampling
+            sandbox=args.sandbox,
+            python=python,
+            chunk_size=args.chunk_size,
+            trace=TraceSettings(reprs=reprs, tracer_backend=backend),
+            sampling=sampling,
         ),
         repos=ReposConfig(
-            sandbox=args.sandbox, trace=RepoTraceSettings(reprs=reprs), sampling=sampling, cache_dir=args.cache_dir
+            sandbox=args.sandbox,
+            python=python,
+            trace=RepoTraceSettings(reprs=reprs, tracer_backend=backend),
+            sampling=sampling,
+            cache_dir=args.cache_dir,
         ),
         go=GoConfig(sandbox=args.sandbox, go=GoSettings(runs=args.go_runs)),
     )

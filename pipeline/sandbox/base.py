@@ -75,6 +75,8 @@ class Sandbox(ABC):
     """Runs untrusted commands under isolation and limits; one subclass per backend."""
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # The interpreter to run inside (a real path, pipeline/sandbox/interpreters.py); None: the backend's own.
+    interpreter: str | None = None
     name = "abstract"
     # The directory each command may write, private to it and on a size-capped filesystem; None: no such place.
     scratch: ClassVar[str | None] = None
@@ -84,8 +86,9 @@ class Sandbox(ABC):
 
     @property
     def python(self) -> str:
-        """The Python interpreter to run inside this sandbox (the host's, unless the backend differs)."""
-        return os.path.realpath(sys.executable)
+        """The Python interpreter to run inside this sandbox: the chosen one, else the host's (a backend may
+        differ: docker runs its image's)."""
+        return self.interpreter or os.path.realpath(sys.executable)
 
     @abstractmethod
     def run(

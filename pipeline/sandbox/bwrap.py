@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pipeline.engine.errors import SetupError
 from pipeline.sandbox.base import Bind, CommandSandbox, SandboxLimits
+from pipeline.sandbox.interpreters import describe
 
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64")
@@ -29,10 +30,18 @@ def sandbox_uid(long_lived: bool = False) -> int:
     return UID_BASE + long_lived * UID_SPAN + os.getpid() % UID_SPAN
 
 
-def interpreter_binds() -> list[str]:
-    """Directories the host's Python interpreter needs when it lives outside the system dirs."""
-    prefix = os.path.realpath(sys.base_prefix)
-    return [] if prefix.startswith(SYSTEM_DIRS) else [prefix]
+def interpreter_binds(python: str | None = None) -> list[str]:
+    """Directories the interpreter (`python`, a real path; None: the host's own) needs when it lives outside
+    the system dirs: its install prefix, and its executable's directory when that is elsewhere."""
+    if python is None:
+        prefix, where = os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable))
+    else:
+        prefix, where = describe(python).prefix, os.path.dirname(python)
+    binds: list[str] = []
+    for path in (prefix, where):
+        if not path.startswith(SYSTEM_DIRS) and not any(path == b or path.startswith(b + "/") for b in binds):
+            binds.append(path)
+    return binds
 
 
 def processes_of(uid: int) -> list[int]:
@@ -123,7 +132,7 @@ class BwrapSandbox(CommandSandbox):
             "--clearenv",
             "--unshare-net",
         ]
-        for path in SYSTEM_DIRS + tuple(interpreter_binds()):
+        for path in SYSTEM_DIRS + tuple(interpreter_binds(self.interpreter)):
             if os.path.isdir(path):
                 command += traversable_parents(path) + ["--ro-bind", path, path]
         for link in MERGED_USR_LINKS:

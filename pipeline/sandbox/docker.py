@@ -66,6 +66,11 @@ class DockerSandbox(Sandbox):
     seals_streams = True
 
     def __post_init__(self):
+        if self.interpreter is not None:
+            raise ValueError(
+                "sandbox 'docker' runs its image's Python (/usr/bin/python3): choose the interpreter by building "
+                "the image on another base (TRACEGEN_BASE_IMAGE), not with --python"
+            )
         if self.cpus <= 0 or self.tmp_bytes <= 0:
             raise ValueError(f"cpus and tmp_bytes must be positive, got {self.cpus!r} and {self.tmp_bytes!r}")
         self.client = connect()

@@ -26,6 +26,7 @@ from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
 from pipeline.stages.tracefile import TraceFormatError, json_bytes, parse_parity_file, parse_trace_file
+from tracers.monitoring import CHOICES as TRACER_BACKENDS
 
 REPR_MODES = ("structural", "user")
 
@@ -68,8 +69,10 @@ class TraceSettings:
     record_timeout_s: float = 10.0
     reprs: ReprLimits = field(default_factory=ReprLimits)
     check_parity: bool = False
+    tracer_backend: str = "auto"  # auto (sys.monitoring where the sandbox's Python has it), settrace, monitoring
 
     def __post_init__(self):
+        check_tracer_backend_name(self.tracer_backend)
         if self.max_events < 1 or self.max_bytes < 1 or self.max_seconds <= 0:
             raise ValueError("max_events, max_bytes and max_seconds must be positive")
         if self.record_timeout_s <= self.max_seconds:
@@ -85,7 +88,14 @@ class TraceSettings:
             "limits": self.reprs.request(),
             "record_timeout_s": self.record_timeout_s,
             "check_parity": self.check_parity,
+            "tracer_backend": self.tracer_backend,
         }
+
+
+def check_tracer_backend_name(name: str) -> None:
+    """A ValueError naming the choices, for a tracer backend that is none of them."""
+    if name not in TRACER_BACKENDS:
+        raise ValueError(f"tracer_backend must be one of {', '.join(TRACER_BACKENDS)}, got {name!r}")
 
 
 def trace_id(record: FunctionRecord, events: list[dict], exit_: str) -> str:

@@ -67,10 +67,21 @@ def beside_ordinary(hostiles: list[FunctionRecord]) -> list[FunctionRecord]:
     return chunk
 
 
-def trace_chunk(records: list[FunctionRecord], sandbox_name: str = "bwrap", mode: str = "structural", **settings):
-    """{source_id: traces row}, {source_id: failures row} of one chunk through the stage."""
+def trace_chunk(
+    records: list[FunctionRecord],
+    sandbox_name: str = "bwrap",
+    mode: str = "structural",
+    python=None,
+    tracer_backend="auto",
+    **settings,
+):
+    """{source_id: traces row}, {source_id: failures row} of one chunk through the stage (`python`: the
+    interpreter in the sandbox, None: the sandbox's own)."""
     output = trace_functions(
-        records, make_sandbox(sandbox_name), replace(FAST, reprs=ReprLimits(mode=mode), **settings), "hostile"
+        records,
+        make_sandbox(sandbox_name, python=python),
+        replace(FAST, reprs=ReprLimits(mode=mode), tracer_backend=tracer_backend, **settings),
+        "hostile",
     )
     rows = {row["source_id"]: row for row in output.rows("traces")}
     failures = {row["source_id"]: row for row in output.rows("failures")}

@@ -14,7 +14,7 @@ from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.requests import base_env, write_request
 from pipeline.stages.repos.stream import ParsedStream, parse_repo_stream
-from pipeline.stages.trace_functions import ReprLimits
+from pipeline.stages.trace_functions import ReprLimits, check_tracer_backend_name
 
 MAX_LOG_BYTES = 4 << 20
 
@@ -32,14 +32,17 @@ WATCHDOG_EXIT = 71  # tracers.watchdog.WATCHDOG_EXIT: the runner ended the run a
 @dataclass(frozen=True)
 class RepoTraceSettings:
     """The job-wide budgets of one entry trace (a manifest entry may set its own), the repr caps and mode,
-    and whether the suite also runs untraced to check that the tracer changed no test's outcome."""
+    whether the suite also runs untraced to check that the tracer changed no test's outcome, and the tracer
+    backend (auto: sys.monitoring where the venv's Python has it, tracers/entry_monitoring.py)."""
 
     max_events: int = 10_000
     max_bytes: int = 8 << 20
     reprs: ReprLimits = field(default_factory=ReprLimits)
     parity: bool = True
+    tracer_backend: str = "auto"
 
     def __post_init__(self):
+        check_tracer_backend_name(self.tracer_backend)
         if self.max_events < 1 or self.max_bytes < 1:
             raise ValueError(
                 f"max_events and max_bytes must be positive, got {self.max_events!r} and {self.max_bytes!r}"
@@ -68,6 +71,7 @@ def trace_request(spec: RepoSpec, worktree: str, env_dir: str, scratch: str, set
             "max_output_bytes": MAX_OUTPUT_BYTES,
         },
         "limits": settings.reprs.request(),
+        "tracer_backend": settings.tracer_backend,
     }
 
 
