@@ -377,8 +377,7 @@ class MonitoringTracer(Tracer):
             frame = self._getframe(1)
             state = self._frames.get(frame)
             if state is None:
-                parent_id, depth = self._parent_of(frame)
-                state = self._frames[frame] = [len(self._frames), depth, None, {}, parent_id]
+                state = self._new_state(frame)
             self._emit(frame, state, "call", None)
         except BudgetExceeded:
             raise
