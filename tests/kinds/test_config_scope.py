@@ -23,7 +23,9 @@ from pipeline.stages.trajectories import SamplingSettings
 def change_python_defaults(monkeypatch) -> None:
     """Every default of the Python tracing, sampling and dedup settings moved to another valid value."""
     monkeypatch.setattr(
-        TraceSettings.__init__, "__defaults__", (20_000, 4 << 20, 2.0, 4.0, ReprLimits(100, 10, 3, "user"), True, "settrace")
+        TraceSettings.__init__,
+        "__defaults__",
+        (20_000, 4 << 20, 2.0, 4.0, ReprLimits(100, 10, 3, "user"), True, "settrace"),
     )
     monkeypatch.setattr(SamplingSettings.__init__, "__defaults__", (7, 3, PolicyConfig(max_actions=16)))
     monkeypatch.setattr(DedupSettings.__init__, "__defaults__", (True, 64, 0.9, 3, 2))

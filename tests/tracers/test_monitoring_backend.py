@@ -228,7 +228,9 @@ def test_the_sandboxed_trace_stage_gives_the_same_rows_with_both_backends():
     records = [record for record in records if record.id != "bad_fork_bomb"]
     rows, failures = {}, {}
     for backend in ("settrace", "monitoring"):
-        output = trace_functions(records, make_sandbox("bwrap", python=python), TraceSettings(tracer_backend=backend), "backends")
+        output = trace_functions(
+            records, make_sandbox("bwrap", python=python), TraceSettings(tracer_backend=backend), "backends"
+        )
         rows[backend], failures[backend] = output.rows("traces"), output.rows("failures")
     assert {row["tracer_version"] for row in rows["monitoring"]} == {monitoring.TRACER_VERSION + "+monitoring"}
     assert {row["tracer_version"] for row in rows["settrace"]} == {monitoring.TRACER_VERSION}
