@@ -94,10 +94,11 @@ class DockerSandbox(Sandbox):
     def python(self) -> str:
         return IMAGE_PYTHON
 
-    @property
-    def uid(self) -> int:
-        """The container's uid: a per-worker unprivileged uid when we are root, else our own."""
-        return sandbox_uid() if os.geteuid() == 0 else os.getuid()
+    def uid(self, long_lived: bool = False) -> int:
+        """The container's uid: a per-worker unprivileged uid when we are root (a started container's apart
+        from one-shot commands', as under bwrap, so neither backend's command waits for the other's
+        processes), else our own."""
+        return sandbox_uid(long_lived) if os.geteuid() == 0 else os.getuid()
 
     def run(
         self,
@@ -122,10 +123,11 @@ class DockerSandbox(Sandbox):
         try:
             os.chmod(io_dir, 0o755)
             with open(os.path.join(io_dir, "stdout"), "w+b") as out, open(os.path.join(io_dir, "stderr"), "w+b") as err:
+                uid = self.uid()
                 if os.geteuid() == 0:
                     for path in [out.name, err.name] + [bind.path for bind in binds if bind.writable]:
-                        os.chown(path, self.uid, self.uid)
-                container = self._create(argv, binds, dict(env or {}), cwd, limits, io_dir)
+                        os.chown(path, uid, uid)
+                container = self._create(argv, binds, dict(env or {}), cwd, limits, io_dir, uid)
                 try:
                     returncode, cause, wall_s, oom = self._start_and_wait(container, limits, (out, err))
                 finally:
@@ -162,10 +164,11 @@ class DockerSandbox(Sandbox):
             err = open(os.path.join(io_dir, "stderr"), "w+b")  # noqa: SIM115 (held by the process object)
             stdout = os.open(os.path.join(io_dir, "stdout"), os.O_RDONLY | os.O_NONBLOCK)
             fds = [stdout, err.fileno()]
+            uid = self.uid(long_lived=True)
             if os.geteuid() == 0:
                 for path in [os.path.join(io_dir, name) for name in STREAMS] + [b.path for b in binds if b.writable]:
-                    os.chown(path, self.uid, self.uid)
-            container = self._create(list(argv), list(binds), dict(env or {}), cwd, limits, io_dir)
+                    os.chown(path, uid, uid)
+            container = self._create(list(argv), list(binds), dict(env or {}), cwd, limits, io_dir, uid)
             process = _ContainerProcess(self, container, io_dir, err, stdout, limits)
         except BaseException:
             shutil.rmtree(io_dir, ignore_errors=True)
@@ -192,8 +195,10 @@ class DockerSandbox(Sandbox):
         cwd: str,
         limits: SandboxLimits,
         io_dir: str,
+        uid: int,
     ) -> dict:
-        """The arguments of `containers.create` for one command (everything the isolation consists of)."""
+        """The arguments of `containers.create` for one command run as `uid` (everything the isolation
+        consists of)."""
         from docker.types import Mount, Ulimit
 
         mounts = [Mount(io_dir, io_dir, type="bind")]
@@ -229,7 +234,7 @@ class DockerSandbox(Sandbox):
             command=command,
             entrypoint=[],
             working_dir=cwd,
-            user=f"{self.uid}:{self.uid}",
+            user=f"{uid}:{uid}",
             environment={"PATH": DEFAULT_PATH, "HOME": "/tmp"},
             labels={LABEL: "1"},
             hostname="sandbox",
@@ -259,10 +264,10 @@ class DockerSandbox(Sandbox):
             log_config={"type": "none", "config": {}},
         )
 
-    def _create(self, argv, binds, env, cwd, limits, io_dir):
+    def _create(self, argv, binds, env, cwd, limits, io_dir, uid):
         import docker.errors
 
-        kwargs = self.create_kwargs(list(argv), binds, env, cwd, limits, io_dir)
+        kwargs = self.create_kwargs(list(argv), binds, env, cwd, limits, io_dir, uid)
         try:
             return self.client.containers.create(**kwargs)
         except docker.errors.DockerException as error:

@@ -32,7 +32,7 @@ def python(sandbox, code: str, *args: str, **kwargs):
 def uid_of(sandbox) -> int:
     """The uid the sandboxed processes run as."""
     if sandbox.name == "docker":
-        return sandbox.uid
+        return sandbox.uid()
     return sandbox_uid() if os.geteuid() == 0 else 65534
 
 
@@ -196,3 +196,18 @@ def test_a_started_sandbox_stopped_twice_ends_once(backend):
     assert process.stop() is first
     assert first.cause == "stopped by the test" and first.returncode != 0
     assert process.stop("another cause").cause == "stopped by the test"
+
+
+def test_a_started_sandbox_runs_apart_from_one_shot_commands(backend):
+    """A long-lived sandbox (a warm runner) has its own uid, so a one-shot command beside it, whose end
+    waits until its uid has no process left, never waits for the long-lived one's processes."""
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox uids are set only as root")
+    code = "import os, sys, time; sys.stderr.write('%d\\n' % os.getuid()); time.sleep(60)"
+    process = backend.start([backend.python, "-c", code])
+    try:
+        one_shot = python(backend, "import os; print(os.getuid())")
+    finally:
+        started = process.stop("stopped by the test")
+    assert int(started.stderr_tail.split()[0]) == sandbox_uid(long_lived=True)
+    assert int(one_shot.stdout_tail) == uid_of(backend) != sandbox_uid(long_lived=True)
