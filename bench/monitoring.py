@@ -27,7 +27,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from workload import WORKLOAD
+from workload import WORKLOAD, best_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,15 +59,6 @@ def fib(n):
 
 
 # -- part 1: in process, standard library only (runs under --python) ------------------------------------------
-def best_of(repeat, run):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def in_process(repeat, rounds, tests):
     """{what: {variant: seconds}} for the function tracer's workload and the entry tracer past its budgets."""
     import importlib.util

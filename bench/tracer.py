@@ -26,11 +26,10 @@ import reprlib
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from small_functions import small_functions
-from workload import WORKLOAD
+from workload import WORKLOAD, best_of
 
 TREE_ENV = "TRACEGEN_BENCH_TREE"  # the tree whose `tracers` and `pipeline` a measuring run imports
 sys.path.insert(0, os.environ.get(TREE_ENV, str(Path(__file__).resolve().parents[1])))
@@ -51,15 +50,6 @@ def load():
     namespace = {}
     exec(compile(WORKLOAD, FILENAME, "exec"), namespace)
     return namespace["f"]
-
-
-def best_of(repeat, run):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def workload(args):

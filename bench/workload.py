@@ -1,5 +1,8 @@
-"""The function both tracer benches trace in process (bench/tracer.py, bench/monitoring.py): loops, calls,
-a dict, a sort and an integer recurrence, so every event kind and several local types occur."""
+"""What both in-process tracer benches share (bench/tracer.py, bench/monitoring.py): the function they trace
+(loops, calls, a dict, a sort and an integer recurrence, so every event kind and several local types occur)
+and the timer. Standard library only: bench/monitoring.py runs it under another interpreter."""
+
+import time
 
 WORKLOAD = """
 def score(word):
@@ -29,3 +32,13 @@ def f(rounds):
         out.append((rank(words)[0][0], collatz(27 + i % 5)))
     return out[-1]
 """
+
+
+def best_of(repeat, run):
+    """The fastest of `repeat` calls of `run()`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
