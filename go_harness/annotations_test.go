@@ -26,7 +26,7 @@ func TestUserAnnotationsAreProgramEvents(t *testing.T) {
 				if e.Reason != "" || e.Peer != -1 || !strings.HasPrefix(e.Function, "main.") || e.File != "main.go" {
 					t.Fatalf("log event %+v", e)
 				}
-				if e.Category == "main" && (e.Message != "waiting for 2 results" || e.GPath != "0" || e.Line != 26) {
+				if e.Category == "main" && (e.Message != "waiting for 2 results" || e.GPath != "0" || e.Line != 31) {
 					t.Fatalf("main's log %+v", e)
 				}
 			case "UserRegion":
