@@ -1,11 +1,12 @@
 // Command select_schedule_dependent has a goroutine whose select is
-// satisfied or leaked depending on the schedule. The picker and main both
-// wake at the same instant and then select over two channels: a quick one,
-// sent on soon after, and a slow one, sent on much later. The quick value
-// goes to whichever of the two parked first. If the picker got it, main waits
-// for the slow value and every goroutine ends (status ok). If main got it,
-// main returns while the slow sender still sleeps, and the picker is left
-// blocked in its select (status leak, the picker listed in "leaked").
+// satisfied or leaked depending on the runtime's choice. The picker and main
+// each wait in a select over their own quick channel and a shared slow one.
+// A dealer, once both have parked, offers one quick value to both at once:
+// with both sends ready, the runtime picks one uniformly at random, so the
+// outcome does not lean on machine load. If the picker got it, main waits for
+// the slow value and every goroutine ends (status ok). If main got it, main
+// returns while the slow sender still sleeps, and the picker is left blocked
+// in its select (status leak, the picker listed in "leaked").
 package main
 
 import "time"
@@ -20,24 +21,21 @@ func take(quick, slow <-chan int) int {
 	}
 }
 
-func picker(start time.Time, quick, slow <-chan int) {
-	time.Sleep(time.Until(start))
-	take(quick, slow)
-}
-
 func main() {
-	quick := make(chan int)
+	toPicker := make(chan int)
+	toMain := make(chan int)
 	slow := make(chan int)
-	start := time.Now().Add(2 * time.Millisecond)
-	go picker(start, quick, slow)
+	go take(toPicker, slow) // the picker
 	go func() {
-		time.Sleep(time.Until(start.Add(time.Millisecond))) // both have parked by then
-		quick <- 1
+		time.Sleep(5 * time.Millisecond) // both have parked by then
+		select {
+		case toPicker <- 1:
+		case toMain <- 1:
+		}
 	}()
 	go func() {
 		time.Sleep(30 * time.Millisecond) // far longer than stopping the trace
 		slow <- 2
 	}()
-	time.Sleep(time.Until(start)) // wake together with the picker
-	take(quick, slow)
+	take(toMain, slow)
 }

@@ -43,7 +43,8 @@ def test_a_select_whose_fate_depends_on_the_schedule_is_counted_by_how_each_run_
     leaked = {run["run_index"]: {g["gpath"] for g in run["leaked"] if g["reason"] == "select"} for run in runs}
     gpaths = {g for gpaths in leaked.values() for g in gpaths}
     blocked = [row for gpath in gpaths for row in blocked_on_select(rows, gpath)]
-    # Measured: about half the runs leak at each GOMAXPROCS; all 12 alike would happen about once in 2000.
+    # The runtime's uniform select picks the outcome, not the timing: 21 of 48 runs leaked on a quiet machine,
+    # 24 of 48 with three busy loops beside it; all 12 alike would happen about once in 2000.
     assert sum(r["counts"]["End"] for r in blocked) > 0 and sum(r["counts"]["GoUnblock"] for r in blocked) > 0
     for gpath in gpaths:
         for row in blocked_on_select(rows, gpath):
