@@ -4,6 +4,7 @@ import hashlib
 import inspect
 import os
 import time
+import tokenize
 
 from pipeline.engine.stats import StageCounters
 from pipeline.sources.repos import RepoSpec
@@ -56,36 +57,83 @@ def repo_trace_id(path: str, qualname: str, code: str, input_: str, exit_: str, 
     return hashlib.sha256(json_bytes([path, qualname, code, input_, exit_, events])).hexdigest()[:32]
 
 
-class SourceReader:
-    """Function source text from the worktree, by (path, first line); cached."""
+MAX_SOURCE_BYTES = 8 << 20  # a larger file is not read: its functions' code is ""
+SOURCE_BUDGET = 128 << 20  # characters read from files plus characters tokenized, per repository run
+FILE_CACHE_CHARS = 64 << 20  # the most recently used files' text kept, for the next blocks of each
+CODE_BUDGET = 256 << 20  # characters of `code` over one repository run's rows
 
-    def __init__(self, worktree: str):
+
+class SourceReader:
+    """Function source text from the worktree, by (path, first line): `inspect.getblock` of the file's lines
+    from there, or the first line alone where tokenizing fails. Cached.
+
+    The stream picks which (path, line) pairs are read, and it is untrusted: the work is bounded. A file over
+    MAX_SOURCE_BYTES is not read; every character read from a file or handed to
+    the tokenizer is taken from a budget of SOURCE_BUDGET, and once it is spent no file is read (code "") and
+    no block tokenized (code: its first line). An ordinary suite spends a few MB of it."""
+
+    def __init__(self, worktree: str, budget: int = SOURCE_BUDGET):
         self.root = os.path.realpath(worktree)
-        self._files: dict[str, list[str]] = {}
+        self.budget = budget
+        self._files: dict[str, tuple[list[str], int]] = {}  # path -> (lines, characters), least recent first
+        self._cached_chars = 0
         self._blocks: dict[tuple[str, int], str] = {}
 
     def block(self, path: str, firstlineno: int) -> str:
         key = (path, firstlineno)
-        if key not in self._blocks:
+        text = self._blocks.get(key)
+        if text is None:
             lines = self._lines(path)
-            text = ""
-            if 0 < firstlineno <= len(lines):
-                try:
-                    text = "".join(inspect.getblock(lines[firstlineno - 1 :]))
-                except Exception:  # tokenize errors: fall back to the def line
-                    text = lines[firstlineno - 1]
-            self._blocks[key] = text
-        return self._blocks[key]
+            text = self._blocks[key] = self._block(lines, firstlineno - 1) if 0 < firstlineno <= len(lines) else ""
+        return text
+
+    def _block(self, lines: list[str], start: int) -> str:
+        """What `"".join(inspect.getblock(lines[start:]))` gives, reading (and paying for) only the lines the
+        tokenizer asks for; the first line alone when tokenizing fails or the budget is spent."""
+        if self.budget <= 0:
+            return lines[start]
+        position = start
+
+        def readline() -> str:
+            nonlocal position
+            if position == len(lines) or self.budget <= 0:
+                return ""
+            line = lines[position]
+            position += 1
+            self.budget -= len(line)
+            return line
+
+        finder = inspect.BlockFinder()
+        try:
+            for token in tokenize.generate_tokens(readline):
+                finder.tokeneater(*token)
+        except (inspect.EndOfBlock, IndentationError):
+            pass
+        except Exception:  # tokenize errors: the first line
+            return lines[start]
+        return "".join(lines[start : start + finder.last])
 
     def _lines(self, path: str) -> list[str]:
-        if path not in self._files:
-            full = os.path.realpath(os.path.join(self.root, path))
-            lines: list[str] = []
-            if full.startswith(self.root + os.sep) and os.path.isfile(full):
-                with open(full, encoding="utf-8", errors="replace") as handle:
-                    lines = handle.read().splitlines(keepends=True)
-            self._files[path] = lines
-        return self._files[path]
+        cached = self._files.pop(path, None)
+        if cached is None:
+            cached = self._read(path)
+            self._cached_chars += cached[1]
+        self._files[path] = cached
+        while self._cached_chars > FILE_CACHE_CHARS and len(self._files) > 1:
+            self._cached_chars -= self._files.pop(next(iter(self._files)))[1]
+        return cached[0]
+
+    def _read(self, path: str) -> tuple[list[str], int]:
+        """The file's lines and characters; none for a file outside the worktree, missing, or too large."""
+        full = os.path.realpath(os.path.join(self.root, path))
+        if self.budget <= 0 or not full.startswith(self.root + os.sep) or not os.path.isfile(full):
+            return [], 0
+        if os.path.getsize(full) > MAX_SOURCE_BYTES:
+            return [], 0
+        with open(full, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()  # the sandbox has the worktree read-only: it is still that size
+        self.budget -= len(text)
+        return text.splitlines(keepends=True), len(text)
 
 
 class EntryCutter:
@@ -98,14 +146,20 @@ class EntryCutter:
         settings: RepoTraceSettings,
         counter: StageCounters,
         baseline: dict[str, str | None] | None = None,
+        source_budget: int = SOURCE_BUDGET,
+        code_budget: int = CODE_BUDGET,
     ):
         """`baseline`: each test's outcome in the untraced run (None: no parity run); a trace is `perturbed`
-        when its test ended otherwise there, unknown (null) when that run did not finish the test."""
+        when its test ended otherwise there, unknown (null) when that run did not finish the test.
+        `code_budget`: characters of `code` over the rows: a stream of many small entries of one long function
+        must not make rows far larger than itself; an entry past it is dropped, and reported once."""
         self.spec, self.checkout, self.counter = spec, checkout, counter
         self.baseline = baseline
         self.repr_mode = settings.reprs.mode
         self.max_events = spec.max_events or settings.max_events
-        self.sources = SourceReader(checkout.path)
+        self.sources = SourceReader(checkout.path, source_budget)
+        self.code_budget = self.code_left = code_budget
+        self.over_code_budget = 0
         self.rows: list[dict] = []
         self.bad: list[str] = []
         self.seen: set[str] = set()
@@ -131,6 +185,10 @@ class EntryCutter:
             if trace_id in self.seen:
                 self.counter.drop("duplicate")
                 continue
+            if len(code) > self.code_left:
+                self.over_code_budget += 1
+                continue
+            self.code_left -= len(code)
             self.seen.add(trace_id)
             self.rows.append(
                 {
@@ -168,6 +226,15 @@ class EntryCutter:
                 "BadEntry",
                 f"repository {self.spec.name!r}: {len(self.bad)} entries could not be cut "
                 f"from the stream; first: {self.bad[0]}",
+            )
+        if self.over_code_budget:
+            self.counter.drop("CodeBudget", self.over_code_budget)
+            fail(
+                "parse",
+                "CodeBudget",
+                f"repository {self.spec.name!r}: {self.over_code_budget} entries dropped: their rows' function "
+                f"source passed {self.code_budget:,} characters in all (a stream of many entries of long functions; "
+                f"trace fewer tests per run, or give the functions fewer distinct inputs)",
             )
         self.counter.n_out = len(self.rows)
         self.counter.events = sum(row["n_events"] for row in self.rows)
