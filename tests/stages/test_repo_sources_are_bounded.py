@@ -101,9 +101,9 @@ def test_a_file_over_the_size_cap_is_not_read(tmp_path):
     assert reader.budget == cut.SOURCE_BUDGET - paid  # the small file and its block; nothing of the big one
 
 
-def entries_stream(n: int) -> bytes:
+def entries_stream(n: int, nodeid: str = "tests/test_x.py::test_x") -> bytes:
     """One test whose stream claims `n` calls of lib/long.py's `long` (line 1), each with its own input."""
-    lines = [{"type": "header"}, {"type": "test", "nodeid": "tests/test_x.py::test_x"}]
+    lines = [{"type": "header"}, {"type": "test", "nodeid": nodeid}]
     for k in range(n):
         lines.append([2 * k, "call", k, None, 0, 1, "long", "def long(x):", [["x", str(k)]], None])
         lines.append([2 * k + 1, "return", k, None, 0, 2, "long", "", [["x", str(k)]], str(k)])
@@ -111,23 +111,34 @@ def entries_stream(n: int) -> bytes:
             dict(type="entry", frame=k, start=2 * k, n=2, end=2 * k + 2, firstlineno=1, exit="normal",
                  truncated=False, reason=None, path="lib/long.py", qualname="long", input=f"x={k}")
         )  # fmt: skip
-    lines += [{"type": "test_end", "nodeid": "tests/test_x.py::test_x", "outcome": "passed"}, {"type": "end"}]
+    lines += [{"type": "test_end", "nodeid": nodeid, "outcome": "passed"}, {"type": "end"}]
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
-def test_many_entries_of_a_long_function_cannot_inflate_the_rows(tmp_path):
-    code = "def long(x):\n" + "".join(f"    y_{n} = x + {n}\n" for n in range(500)) + "    return x\n"
+LONG = "def long(x):\n" + "".join(f"    y_{n} = x + {n}\n" for n in range(500)) + "    return x\n"
+
+
+@pytest.mark.parametrize(
+    "function, nodeid",
+    [
+        (LONG, "tests/test_x.py::test_x"),
+        ("def long(x):\n    return x\n", "tests/test_x.py::test_x[" + "a" * 20_000 + "]"),
+    ],
+    ids=["long_function", "long_test_id"],
+)
+def test_many_entries_cannot_make_rows_far_larger_than_the_stream(tmp_path, function, nodeid):
     (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "long.py").write_text(code)
+    (tmp_path / "lib" / "long.py").write_text(function)
     counter, failures = StageCounters("cut"), []
     spec = RepoSpec(name="inflate", url="file:///inflate", ref="main")
     checkout = SimpleNamespace(path=str(tmp_path), commit="0" * 40)
-    cutter = EntryCutter(spec, checkout, RepoTraceSettings(), counter, code_budget=10 * len(code))
-    stream = parse_repo_stream(entries_stream(200), 10_000, on_test=cutter)
+    per_row = len(function) + len(nodeid)
+    cutter = EntryCutter(spec, checkout, RepoTraceSettings(), counter, row_text_budget=10 * per_row)
+    stream = parse_repo_stream(entries_stream(200, nodeid), 10_000, on_test=cutter)
     assert stream.error is None
     rows = cutter.finish(lambda *failure: failures.append(failure))
-    assert len(rows) == 10 and all(row["code"] == code for row in rows)
+    assert len(rows) == 10 and all(row["code"] == function and row["test_id"] == nodeid for row in rows)
     assert [row["input"] for row in rows] == [f"x={k}" for k in range(10)]  # the first ones, in stream order
-    assert counter.dropped["CodeBudget"] == 190
+    assert counter.dropped["RowTextBudget"] == 190
     [(stage, error_type, message)] = failures
-    assert (stage, error_type) == ("parse", "CodeBudget") and "'inflate': 190 entries dropped" in message
+    assert (stage, error_type) == ("parse", "RowTextBudget") and "'inflate': 190 entries dropped" in message

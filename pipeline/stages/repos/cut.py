@@ -60,7 +60,7 @@ def repo_trace_id(path: str, qualname: str, code: str, input_: str, exit_: str, 
 MAX_SOURCE_BYTES = 8 << 20  # a larger file is not read: its functions' code is ""
 SOURCE_BUDGET = 128 << 20  # characters read from files plus characters tokenized, per repository run
 FILE_CACHE_CHARS = 64 << 20  # the most recently used files' text kept, for the next blocks of each
-CODE_BUDGET = 256 << 20  # characters of `code` over one repository run's rows
+ROW_TEXT_BUDGET = 256 << 20  # characters of the text rows repeat (code, test id) over one repository run
 
 
 class SourceReader:
@@ -147,19 +147,21 @@ class EntryCutter:
         counter: StageCounters,
         baseline: dict[str, str | None] | None = None,
         source_budget: int = SOURCE_BUDGET,
-        code_budget: int = CODE_BUDGET,
+        row_text_budget: int = ROW_TEXT_BUDGET,
     ):
         """`baseline`: each test's outcome in the untraced run (None: no parity run); a trace is `perturbed`
         when its test ended otherwise there, unknown (null) when that run did not finish the test.
-        `code_budget`: characters of `code` over the rows: a stream of many small entries of one long function
-        must not make rows far larger than itself; an entry past it is dropped, and reported once."""
+        `row_text_budget`: characters of the text every row of an entry repeats from elsewhere (its function's
+        `code`, its test's id) over the rows: a stream of many small entries of one long function, or of one
+        test with a long id, must not make rows far larger than itself; an entry past it is dropped, and
+        reported once."""
         self.spec, self.checkout, self.counter = spec, checkout, counter
         self.baseline = baseline
         self.repr_mode = settings.reprs.mode
         self.max_events = spec.max_events or settings.max_events
         self.sources = SourceReader(checkout.path, source_budget)
-        self.code_budget = self.code_left = code_budget
-        self.over_code_budget = 0
+        self.row_text_budget = self.row_text_left = row_text_budget
+        self.over_row_text_budget = 0
         self.rows: list[dict] = []
         self.bad: list[str] = []
         self.seen: set[str] = set()
@@ -185,10 +187,11 @@ class EntryCutter:
             if trace_id in self.seen:
                 self.counter.drop("duplicate")
                 continue
-            if len(code) > self.code_left:
-                self.over_code_budget += 1
+            repeated = len(code) + len(test.nodeid)
+            if repeated > self.row_text_left:
+                self.over_row_text_budget += 1
                 continue
-            self.code_left -= len(code)
+            self.row_text_left -= repeated
             self.seen.add(trace_id)
             self.rows.append(
                 {
@@ -227,14 +230,14 @@ class EntryCutter:
                 f"repository {self.spec.name!r}: {len(self.bad)} entries could not be cut "
                 f"from the stream; first: {self.bad[0]}",
             )
-        if self.over_code_budget:
-            self.counter.drop("CodeBudget", self.over_code_budget)
+        if self.over_row_text_budget:
+            self.counter.drop("RowTextBudget", self.over_row_text_budget)
             fail(
                 "parse",
-                "CodeBudget",
-                f"repository {self.spec.name!r}: {self.over_code_budget} entries dropped: their rows' function "
-                f"source passed {self.code_budget:,} characters in all (a stream of many entries of long functions; "
-                f"trace fewer tests per run, or give the functions fewer distinct inputs)",
+                "RowTextBudget",
+                f"repository {self.spec.name!r}: {self.over_row_text_budget} entries dropped: the function source "
+                f"and test ids their rows repeat passed {self.row_text_budget:,} characters in all (many entries of "
+                f"long functions or of tests with long ids; trace fewer tests per run, or fewer distinct inputs)",
             )
         self.counter.n_out = len(self.rows)
         self.counter.events = sum(row["n_events"] for row in self.rows)
