@@ -68,9 +68,9 @@ class SourceReader:
     from there, or the first line alone where tokenizing fails. Cached.
 
     The stream picks which (path, line) pairs are read, and it is untrusted: the work is bounded. A file over
-    MAX_SOURCE_BYTES is not read; every character read from a file or handed to
-    the tokenizer is taken from a budget of SOURCE_BUDGET, and once it is spent no file is read (code "") and
-    no block tokenized (code: its first line). An ordinary suite spends a few MB of it."""
+    MAX_SOURCE_BYTES is not read; every character read from a file or handed to the tokenizer is taken from a
+    budget of SOURCE_BUDGET, and once it is spent no file is read (code "") and no block tokenized (code: its
+    first line). An ordinary suite spends a few MB of it."""
 
     def __init__(self, worktree: str, budget: int = SOURCE_BUDGET):
         self.root = os.path.realpath(worktree)
@@ -146,7 +146,6 @@ class EntryCutter:
         settings: RepoTraceSettings,
         counter: StageCounters,
         baseline: dict[str, str | None] | None = None,
-        source_budget: int = SOURCE_BUDGET,
         row_text_budget: int = ROW_TEXT_BUDGET,
     ):
         """`baseline`: each test's outcome in the untraced run (None: no parity run); a trace is `perturbed`
@@ -159,7 +158,7 @@ class EntryCutter:
         self.baseline = baseline
         self.repr_mode = settings.reprs.mode
         self.max_events = spec.max_events or settings.max_events
-        self.sources = SourceReader(checkout.path, source_budget)
+        self.sources = SourceReader(checkout.path)
         self.row_text_budget = self.row_text_left = row_text_budget
         self.over_row_text_budget = 0
         self.rows: list[dict] = []
