@@ -3,6 +3,7 @@
 import hashlib
 import inspect
 import os
+import stat
 import time
 import tokenize
 
@@ -126,9 +127,13 @@ class SourceReader:
     def _read(self, path: str) -> tuple[list[str], int]:
         """The file's lines and characters; none for a file outside the worktree, missing, or too large."""
         full = os.path.realpath(os.path.join(self.root, path))
-        if self.budget <= 0 or not full.startswith(self.root + os.sep) or not os.path.isfile(full):
+        if self.budget <= 0 or not full.startswith(self.root + os.sep):
             return [], 0
-        if os.path.getsize(full) > MAX_SOURCE_BYTES:
+        try:
+            found = os.stat(full)
+        except OSError:
+            return [], 0
+        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_SOURCE_BYTES:
             return [], 0
         with open(full, encoding="utf-8", errors="replace") as handle:
             text = handle.read()  # the sandbox has the worktree read-only: it is still that size
