@@ -10,9 +10,10 @@ each written whole:
     {"type": "entry", "frame", "start", "n", "end", "exit", "truncated", "reason", "path", "qualname",
      "firstlineno", "input"}                         written when the entry's frame ends
     {"type": "test_end", "nodeid", "outcome", "message"}
+    {"type": "collected", "count", "seconds"}       the tests collected, seconds since the runner started
     {"type": "collect_error", "nodeid", "message"}
     {"type": "violation", "kind", "nodeid", "detail"}
-    {"type": "end", "exitstatus", "reason"}
+    {"type": "end", "exitstatus", "reason", "stopped"}   stopped: "max_output_bytes" or null
 
 Event arrays follow `tracers.pytrace.EVENT_FIELDS`, with frame ids, parents and depths of the whole
 test's stream; the host renumbers them per entry. Entry `start` is the ordinal of its call event and
@@ -22,12 +23,15 @@ names tests not to run (an earlier run of the same suite ran them). A test at wh
 hook is no longer installed (the suite called `sys.settrace`; with the sys.monitoring backend, a tool found
 changed), or a run in which `sys.settrace` or `threading.settrace` was replaced (sys.monitoring: a call aimed
 at the tracer's tools was refused), gets a `tracer_disabled` / `tracer_patched` violation.
+When the events fill the output budget (Sink), the test in flight still ends with its `test_end` and the
+session stops after it (`end.stopped`): the host runs the tests left in a fresh sandbox with a fresh budget.
 Standard library only; pytest is not imported (the hooks are plain methods).
 """
 
 import os
 import sys
 import threading
+import time
 
 from tracers import watchdog
 from tracers.entry_tracer import DEFAULT_BUDGETS
@@ -42,11 +46,15 @@ _dumps = json_writer(",", ":")
 
 
 class Sink:
-    """Line writer with a byte cap: past it, nothing more is written and `full` is set."""
+    """Line writer with two byte caps. Event lines stop at `max_bytes` (`full` is set then); the objects that
+    give the stream its shape (test boundaries, entries, collection errors, violations, the end) may use
+    `reserve` bytes more, so a run whose events filled the budget still says how each test ended. Past
+    both, nothing more is written."""
 
-    def __init__(self, handle, max_bytes):
+    def __init__(self, handle, max_bytes, reserve=0):
         self._handle = handle
         self.max_bytes = max_bytes
+        self.limit = max_bytes + reserve
         self.n_bytes = 0
         self.full = False
 
@@ -56,22 +64,31 @@ class Sink:
         if self.n_bytes + len(line) + 1 > self.max_bytes:
             self.full = True
             return False
+        return self._put(line)
+
+    def obj(self, **fields):
+        line = _dumps(fields)
+        if self.n_bytes + len(line) + 1 > self.limit:
+            self.full = True
+            return False
+        return self._put(line)
+
+    def _put(self, line):
         try:
             self._handle.write(line + "\n")
         except (OSError, ValueError):
             self.full = True
+            self.limit = self.n_bytes  # a broken handle takes nothing more
             return False
         self.n_bytes += len(line) + 1
         return True
-
-    def obj(self, **fields):
-        return self.write(_dumps(fields))
 
     def flush(self):
         try:
             self._handle.flush()
         except (OSError, ValueError):
             self.full = True
+            self.limit = self.n_bytes
 
 
 def _tail(text, limit=MESSAGE_CHARS):
@@ -100,6 +117,9 @@ class TracePlugin:
         self.n_tests = 0
         self.n_failed = 0
         self.ended = False
+        self.started = time.monotonic()
+        self.session = None
+        self.stopped = None  # why the run stopped before its last test (the output budget), else None
 
     def _in_child(self):
         """A process forked by a test that came back into pytest: it must not run more tests."""
@@ -167,6 +187,9 @@ class TracePlugin:
         self.sink.obj(type="test_end", nodeid=nodeid, outcome=self._outcome, message=self._message)
         self.sink.flush()
         self.current = None
+        if self.sink.full and self.trace and self.session is not None and self.stopped is None:
+            self.stopped = "max_output_bytes"  # the tests left run in a fresh sandbox, with a fresh budget
+            self.session.shouldstop = "tracegen: the trace output reached its byte budget"
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -174,6 +197,14 @@ class TracePlugin:
                 type="collect_error", nodeid=report.nodeid, message=_tail(getattr(report, "longreprtext", ""))
             )
             self.sink.flush()
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    def pytest_collection_finish(self, session):
+        seconds = round(time.monotonic() - self.started, 3)
+        self.sink.obj(type="collected", count=len(session.items), seconds=seconds)
+        self.sink.flush()
 
     def pytest_sessionfinish(self, session, exitstatus):
         self.finish(int(exitstatus))
@@ -184,12 +215,12 @@ class TracePlugin:
         self.ended = True
         if self.tracer.tracing:
             self.tracer.stop()
-        self.sink.full = False  # the end object always fits: the cap leaves room for it
-        self.sink.max_bytes += 4096
+        self.sink.limit += 4096  # the end object always fits: the cap leaves room for it
         self.sink.obj(
             type="end",
             exitstatus=exitstatus,
             reason=reason,
+            stopped=self.stopped,
             tests=self.n_tests,
             events=self.tracer.n_events,
             entries=self.tracer.n_entries,

@@ -27,6 +27,7 @@ from tracers.seal import sealed
 from tracers.watchdog import supervise
 
 WATCHDOG_MARGIN_S = 1.0
+OUTPUT_RESERVE_SHARE = 8  # 1/8 of the output budget is kept for test boundaries and entries (Sink)
 
 
 def _pytest_args(request):
@@ -55,7 +56,8 @@ def trace(request, progress_fd):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the file size limit fails, not kills
     handle = open(os.path.join(out_dir, "trace.jsonl"), "w", encoding="ascii", buffering=1 << 20)
     budgets = request.get("budgets") or {}
-    sink = Sink(handle, int(budgets.get("max_output_bytes", 192 << 20)) - 4096)
+    budget = int(budgets.get("max_output_bytes", 192 << 20))
+    sink = Sink(handle, budget - budget // OUTPUT_RESERVE_SHARE - 4096, budget // OUTPUT_RESERVE_SHARE)
     backend = resolve_backend(request.get("tracer_backend"))  # the venv's interpreter decides `auto`
     header(sink, budgets, backend)
     sink.flush()

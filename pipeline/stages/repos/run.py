@@ -99,25 +99,29 @@ def run_suite(
     """Run the suite in the trace sandbox and parse its stream (`on_test` gets each test as it is
     parsed); `untraced` runs it the same way without the tracer (the parity run, the benchmark's baseline).
 
-    A run that ends inside a test (its watchdog killed it, or the test killed its runner) is run again in a
-    fresh sandbox without the tests already run, up to MAX_RESTARTS times within `timeout_s`: one test
-    never costs the ones after it. Each such test is in the stream's `interrupted` list."""
+    A run that ends inside a test (its watchdog killed it, or the test killed its runner), or that stopped
+    because its trace output filled the byte budget, is run again in a fresh sandbox without the tests
+    already run, up to MAX_RESTARTS times: one test never costs the ones after it. A test that ended its
+    run is in the stream's `interrupted` list. `timeout_s` is what the suite's tests may take in all
+    runs together (`RunBudget`)."""
     with counter.timed():
         stream = ParsedStream()
-        started = time.monotonic()
+        budget = RunBudget(spec.timeout_s)
         for attempt in range(MAX_RESTARTS + 1):
             done = [test.nodeid for test in stream.tests] + [stopped["nodeid"] for stopped in stream.interrupted]
-            wall_s = round(spec.timeout_s - (time.monotonic() - started), 1) if attempt else spec.timeout_s
             part, log_tail, outcome = run_attempt(
-                spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, done, wall_s
+                spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, done, budget.wall_s()
             )
+            budget.spend(outcome.wall_s, (part.collected or {}).get("seconds", 0.0))
             stopped = interrupted(part, outcome)
+            full = stopped is None and output_full(part, outcome)
             merge(stream, part)
-            left_s = spec.timeout_s - (time.monotonic() - started)
-            if stopped is None or attempt == MAX_RESTARTS or left_s < MIN_ATTEMPT_S:
+            if (stopped is None and not full) or attempt == MAX_RESTARTS or budget.left_s() < MIN_ATTEMPT_S:
                 break
-            stream.interrupted.append(stopped)
-        run_s = time.monotonic() - started
+            if stopped is not None:
+                stream.interrupted.append(stopped)
+            stream.restarts += 1
+        run_s = budget.elapsed_s()
         counter.n_in = len(stream.tests)
         counter.n_out = sum(test.outcome == "passed" for test in stream.tests)
         for test in stream.tests:
@@ -126,6 +130,40 @@ def run_suite(
         counter.events = sum(test.n_events for test in stream.tests)
     counter.seconds -= getattr(on_test, "seconds", 0.0)  # cutting is the cut stage's time
     return SuiteRun(stream, log_tail, outcome, run_s)
+
+
+class RunBudget:
+    """The wall clock of a suite's runs. `timeout_s` is charged with each run's time less its startup
+    (interpreter and collection, up to the stream's `collected` object), which comes from an allowance of
+    `timeout_s` for all runs together: a restart pays again for collecting the suite, and that is not the
+    tests' time. A restart's wall clock is what is left plus a startup like the first run's (and
+    MIN_ATTEMPT_S) while the allowance lasts, so all runs together end within about twice `timeout_s`."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self.charged_s = 0.0
+        self.allowance_s = timeout_s
+        self.startup_s: float | None = None  # the first run's
+        self.started = time.monotonic()
+
+    def wall_s(self) -> float:
+        if self.startup_s is None:
+            return self.timeout_s
+        return round(self.left_s() + min(self.startup_s + MIN_ATTEMPT_S, self.allowance_s), 1)
+
+    def spend(self, wall_s: float, startup_s: float) -> None:
+        startup_s = min(max(float(startup_s), 0.0), wall_s)
+        if self.startup_s is None:
+            self.startup_s = startup_s
+        covered = min(startup_s, self.allowance_s)
+        self.allowance_s -= covered
+        self.charged_s += wall_s - covered
+
+    def left_s(self) -> float:
+        return self.timeout_s - self.charged_s
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
 
 
 def run_attempt(spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, deselect, wall_s):
@@ -200,6 +238,11 @@ def interrupted(part: ParsedStream, outcome: SandboxResult) -> dict | None:
     return {"nodeid": nodeid, "error_type": "RunInterrupted", "cause": cause}
 
 
+def output_full(part: ParsedStream, outcome: SandboxResult) -> bool:
+    """Whether the run stopped early because its trace output filled the byte budget (tests are left)."""
+    return part.error is None and part.end is not None and part.end.get("stopped") == "max_output_bytes"
+
+
 def watchdog_verdict(stdout: bytes) -> dict | None:
     """The supervisor's verdict line (tracers/watchdog.py), checked; None when there is none."""
     for line in reversed(stdout.splitlines()[-5:]):
@@ -225,6 +268,7 @@ def merge(stream: ParsedStream, part: ParsedStream) -> None:
     stream.violations += part.violations
     seen = {(error.get("nodeid"), error.get("message")) for error in stream.collect_errors}
     stream.collect_errors += [e for e in part.collect_errors if (e.get("nodeid"), e.get("message")) not in seen]
+    stream.collected = stream.collected or part.collected
     stream.end = part.end
     stream.error = stream.error or part.error
 

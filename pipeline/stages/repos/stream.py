@@ -2,7 +2,7 @@
 
 The stream is JSON lines: a header; per test a `test` object, event arrays (tracers/pytrace.py's
 format, checked by `pipeline.stages.tracefile.parse_event`), `entry` objects marking each repository call's
-range of events, and a `test_end`; plus `collect_error` and `violation` objects and a final `end`.
+range of events, and a `test_end`; plus `collected`, `collect_error` and `violation` objects and a final `end`.
 The first malformed line ends the parse (what came before is kept); a torn last line is dropped.
 """
 
@@ -23,6 +23,7 @@ from pipeline.stages.tracefile import (
 
 EXITS = frozenset({"normal", "error", "never"})
 OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
+STOPS = frozenset({None, "max_output_bytes"})  # why a run stopped before its last test (end.stopped)
 VIOLATIONS = {
     "write": "WriteOutsideScratch",
     "network": "NetworkAccess",
@@ -53,6 +54,8 @@ class ParsedStream:
     end: dict | None = None
     error: str | None = None  # why parsing stopped early (the rest of the stream is not trusted)
     interrupted: list[dict] = field(default_factory=list)  # tests that ended their run (run.py restarts)
+    collected: dict | None = None  # {"count", "seconds"}: the tests pytest collected, and when
+    restarts: int = 0  # runs of the suite after the first (run.py)
 
 
 def _opt_str(value, limit: int = 100_000) -> bool:
@@ -138,6 +141,15 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
                 current.outcome, current.message = value["outcome"], value.get("message")
                 finish(current)
                 test = None
+            elif kind == "collected":
+                require(
+                    stream.collected is None
+                    and _int(value.get("count"))
+                    and type(value.get("seconds")) in (int, float)
+                    and 0 <= value["seconds"] < 1e7,
+                    f"line {number}: bad collected object",
+                )
+                stream.collected = value
             elif kind == "collect_error":
                 require(
                     _opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
@@ -152,7 +164,8 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
                 stream.violations.append(value)
             elif kind == "end":
                 require(
-                    value.get("exitstatus") is None or type(value.get("exitstatus")) is int,
+                    (value.get("exitstatus") is None or type(value.get("exitstatus")) is int)
+                    and value.get("stopped") in STOPS,
                     f"line {number}: bad end object",
                 )
                 stream.end = value
