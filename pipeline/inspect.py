@@ -72,6 +72,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
         mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
         lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
         lines += _parity_report(traces, manifest.get("stats") or {})
+    lines += _repo_report(out)
     lines += _go_report(out)
     failures = load_table(out, "failures")
     lines += ["", "failures by stage and reason:"]
@@ -123,6 +124,46 @@ def _parity_report(traces: pl.DataFrame, stats: dict) -> list[str]:
     if "repr_mode" in traces.columns:
         lines.append("values rendered: " + "  ".join(f"{mode} {n}" for mode, n in counts(traces, "repr_mode")))
     return lines
+
+
+REPO_COUNTS = ("tests_collected", "tests_passed_untraced", "tests_passed_traced", "tests_traced")
+
+
+def _repo_report(out: str) -> list[str]:
+    """The yield per repository (`repo_runs`): how it installed, its tests, its top failure types."""
+    runs = load_table(out, "repo_runs")
+    if runs is None:
+        return []
+    lines = ["", "repositories: tests collected / passed untraced / passed traced / traced (traced ÷ passed untraced)"]
+    for row in runs.sort("unit_id").iter_rows(named=True):
+        lines.append(f"  {row['name']:<20} {repo_line(row)}")
+    passed = int(runs["tests_passed_untraced"].drop_nulls().sum())
+    traced = int(runs.filter(pl.col("tests_passed_untraced").is_not_null())["tests_traced"].fill_null(0).sum())
+    with_traces = runs.filter(pl.col("traces") > 0).height
+    lines.append(
+        f"  {with_traces} of {runs.height} repositories with traces; tests traced {traced} of {passed} passing "
+        f"untraced" + (f" ({100 * traced / passed:.1f}%)" if passed else "")
+    )
+    return lines
+
+
+def repo_line(row: dict) -> str:
+    """One repository's `repo_runs` row as text (inspect, report)."""
+
+    def count(name: str) -> str:
+        return "-" if row[name] is None else str(row[name])
+
+    how = row["install_step"] or "not installed"
+    if row["editable"]:
+        how += ", editable"
+    if row["repaired_modules"]:
+        how += ", repaired " + " ".join(row["repaired_modules"])
+    ratio = ""
+    if row["tests_passed_untraced"] and row["tests_traced"] is not None:
+        ratio = f" ({100 * row['tests_traced'] / row['tests_passed_untraced']:.0f}%)"
+    failures = ", ".join(f"{item['error_type']} {item['n']}" for item in row["top_failures"]) or "-"
+    tests = " / ".join(count(name) for name in REPO_COUNTS)
+    return f"{tests}{ratio}  {row['traces']} traces  installed: {how}  failures: {failures}"
 
 
 def _go_report(out: str) -> list[str]:

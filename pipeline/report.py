@@ -2,10 +2,11 @@
 
 Plots (matplotlib, Agg backend: no display or browser needed), each drawn only when there is data for it:
 rows and bytes per table, rows per version, what this version added and dropped, failures by stage and
-reason, top failing sources, events per trace, exits, action mix, trajectory token lengths, Go status mix
-and next-event entropy by program. Under them, the text `tracegen inspect` prints for the same version
-(parity rate, failures, one decoded trace). matplotlib is imported here only, so a job that writes no
-report never needs it.
+reason, top failing sources, the yield of each repository (tests traced of those passing untraced), events
+per trace, exits, action mix, trajectory token lengths, Go status mix and next-event entropy by program.
+Under them, the text `tracegen inspect` prints for the same version (parity rate, per-repository yield,
+failures, one decoded trace). matplotlib is imported here only, so a job that writes no report never needs
+it.
 """
 
 import html
@@ -90,6 +91,15 @@ def plots(uri: str, manifest: dict, history: list[dict]) -> list[Plot]:
         out.append(Plot("action_mix.png", "action mix", "actions", mix))
         tokens = trajectories["n_tokens"].to_list()
         out.append(Plot("trajectory_tokens.png", "trajectory token lengths", "tokens", values=tokens))
+    repos = load_table(uri, "repo_runs")
+    if repos is not None:
+        traced = repos.filter(pl.col("tests_passed_untraced") > 0).sort("name")
+        ratios = [
+            (name, 100 * (n or 0) / passed)
+            for name, n, passed in traced.select("name", "tests_traced", "tests_passed_untraced").iter_rows()
+        ]
+        title = "tests traced per repository (% of those passing untraced)"
+        out.append(Plot("repo_yield.png", title, "% of passing tests", ratios[:40]))
     runs = load_table(uri, "go_runs")
     if runs is not None:
         out.append(Plot("go_status.png", "Go runs by status", "runs", counts(runs, "status")))

@@ -4,7 +4,18 @@ Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc
 `VERSION` (bumped on any change). Writers always use these schemas; nothing is inferred from rows.
 """
 
-from schemas import duplicates, failures, go_next_event, go_programs, go_runs, go_traces, packed, traces, trajectories
+from schemas import (
+    duplicates,
+    failures,
+    go_next_event,
+    go_programs,
+    go_runs,
+    go_traces,
+    packed,
+    repo_runs,
+    traces,
+    trajectories,
+)
 from schemas.fields import doc_of
 
 TABLES = {
@@ -17,6 +28,7 @@ TABLES = {
     "go_traces": go_traces,
     "go_programs": go_programs,
     "packed": packed,
+    "repo_runs": repo_runs,
 }
 
 

@@ -17,6 +17,7 @@ import repo_fixtures as fixtures
 from docker_helpers import require_docker_engine
 
 from pipeline.engine.job import run_job
+from pipeline.inspect import summarize
 from pipeline.kinds.repos import ReposConfig, ReposKind
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
@@ -99,7 +100,7 @@ def job(repos, tmp_path_factory, ray_local):
     result = run_job(ReposKind(), str(manifest), config, out)
     tables = {
         name: ds.dataset(f"{out}/{name}", format="parquet").to_table().to_pylist()
-        for name in ("traces", "trajectories", "failures")
+        for name in ("traces", "trajectories", "failures", "repo_runs")
     }
     return {
         "manifest": result,
@@ -241,6 +242,30 @@ def test_the_write_outside_scratch_never_landed(job, repos):
     assert not (path / "tests" / "written.txt").exists()
     worktrees = Path(job["cache"], "git", "worktrees")
     assert not list(worktrees.rglob("written.txt"))
+
+
+def test_every_repository_has_its_yield_row(job, repos):
+    runs = {row["name"]: row for row in job["repo_runs"]}
+    assert set(runs) == set(repos) | {"unreachable"}
+    calc = runs["calc"]
+    assert calc["commit"] == repos["calc"][1] and calc["source"] == str(repos["calc"][0])
+    assert calc["install_step"] is not None
+    counts = [calc[name] for name in ("tests_collected", "tests_passed_untraced", "tests_passed_traced")]
+    assert counts + [calc["tests_traced"], calc["top_failures"]] == [6, 6, 6, 6, []]
+    assert calc["traces"] == len(traces_of(job, "calc"))
+    assert runs["unreachable"]["commit"] is None and runs["unreachable"]["tests_collected"] is None
+    assert runs["unreachable"]["top_failures"] == [{"error_type": "CloneFailed", "n": 1}]
+    assert runs["bad-install"]["install_step"] is None and runs["bad-install"]["tests_passed_traced"] is None
+    failing = runs["failing"]
+    assert (failing["tests_passed_untraced"], failing["tests_passed_traced"], failing["tests_traced"]) == (1, 1, 2)
+    assert {"error_type": "TestsFailed", "n": 1} in failing["top_failures"]
+
+
+def test_inspect_shows_the_yield_per_repository(job):
+    text = summarize(job["out"])
+    assert "repositories: tests collected / passed untraced / passed traced / traced" in text
+    assert "calc                 6 / 6 / 6 / 6 (100%)" in text
+    assert "repositories with traces; tests traced" in text
 
 
 def test_stats_count_each_stage(job):

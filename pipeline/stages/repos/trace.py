@@ -35,6 +35,7 @@ from pipeline.stages.repos.install import install_repo
 from pipeline.stages.repos.parity import outcomes, report_parity
 from pipeline.stages.repos.report import report_run
 from pipeline.stages.repos.run import RepoTraceSettings, run_suite
+from pipeline.stages.repos.summary import repo_run_row
 
 STAGES = ("clone", "install", "parity", "trace", "cut")
 
@@ -48,11 +49,28 @@ def trace_repo(
     work_root: str | None = None,
     pip_cache: str | None = None,
 ) -> StageOutput:
-    """Clone, install, check parity, trace and cut one repository: its `traces` and `failures` rows and the
-    counters of its stages. Never raises for what the repository does."""
+    """Clone, install, check parity, trace and cut one repository: its `traces` and `failures` rows, its
+    `repo_runs` row and the counters of its stages. Never raises for what the repository does."""
     counters = {stage: StageCounters(stage) for stage in STAGES}
-    output = StageOutput({"traces": [], "failures": []}, counters)
+    output = StageOutput({"traces": [], "failures": [], "repo_runs": []}, counters)
     fail = RepoFailures(spec, unit_id, output.tables["failures"])
+    summary = dict(how=None, traced=None, baseline=None, tests_traced=None)
+    _trace(spec, sandbox, cache, settings, work_root, pip_cache, counters, output, fail, summary)
+    output.tables["repo_runs"] = [
+        repo_run_row(
+            spec,
+            unit_id,
+            fail.commit,
+            n_traces=len(output.tables["traces"]),
+            failures=output.tables["failures"],
+            **summary,
+        )
+    ]
+    return output
+
+
+def _trace(spec, sandbox, cache, settings, work_root, pip_cache, counters, output, fail, summary) -> None:
+    """The stages in order; `summary` gathers what the repository's `repo_runs` row reports."""
     clone = counters["clone"]
     clone.n_in = 1
     with clone.timed():
@@ -61,29 +79,31 @@ def trace_repo(
         except GitCacheError as error:
             clone.drop(error.kind)
             fail("clone", error.kind, f"repository {spec.name!r}: {error}")
-            return output
+            return
     clone.n_out = 1
     fail.commit = checkout.commit
     run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
     try:
         env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
-        if env_dir is not None:
-            baseline = None
-            if settings.parity:
-                untraced = StageCounters("untraced")
-                baseline = outcomes(
-                    run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, untraced, untraced=True).stream
-                )
-                counters["parity"].seconds += untraced.seconds
-            cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline)
-            run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
-            report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
-            if baseline is not None:
-                report_parity(baseline, run.stream, spec, counters["parity"], fail)
-            output.tables["traces"] = cutter.finish(fail)
+        if env_dir is None:
+            return
+        summary["how"] = {"step": "all"}
+        baseline = None
+        if settings.parity:
+            untraced = StageCounters("untraced")
+            baseline = outcomes(
+                run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, untraced, untraced=True).stream
+            )
+            counters["parity"].seconds += untraced.seconds
+        cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline)
+        run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
+        report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
+        if baseline is not None:
+            report_parity(baseline, run.stream, spec, counters["parity"], fail)
+        output.tables["traces"] = cutter.finish(fail)
+        summary.update(traced=run.stream, baseline=baseline, tests_traced=cutter.tests_traced)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    return output
 
 
 class RepoFailures:

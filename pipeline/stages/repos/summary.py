@@ -1,0 +1,50 @@
+"""The `repo_runs` row of one repository (schemas/repo_runs.py): how it installed, what its suite yielded."""
+
+from collections import Counter
+
+from pipeline.sources.repos import RepoSpec
+from pipeline.stages.repos.stream import ParsedStream
+
+TOP_FAILURES = 5
+
+
+def repo_run_row(
+    spec: RepoSpec,
+    unit_id: str,
+    commit: str | None,
+    how: dict | None,
+    traced: ParsedStream | None,
+    baseline: dict[str, str | None] | None,
+    tests_traced: int | None,
+    n_traces: int,
+    failures: list[dict],
+) -> dict:
+    """`how`: the install's report (None: no install worked); `traced`: the traced run's stream (None: the
+    suite never ran); `baseline`: each test's untraced outcome (None: no parity run)."""
+    how = how or {}
+    repaired = [
+        f"{module}={distribution}"
+        for repair in how.get("repairs", [])
+        for module, distribution in zip(repair.get("modules", []), repair.get("installed", []), strict=False)
+    ]
+    by_type = Counter(row["error_type"] for row in failures)
+    return {
+        "unit_id": unit_id,
+        "name": spec.name,
+        "source": spec.url,
+        "commit": commit,
+        "install_step": None if not how else ("manifest" if spec.install is not None else how.get("step")),
+        "install_sources": list(how.get("sources", [])),
+        "editable": how.get("editable"),
+        "repaired_modules": repaired,
+        "tests_collected": (traced.collected or {}).get("count") if traced is not None else None,
+        "tests_passed_untraced": None if baseline is None else sum(o == "passed" for o in baseline.values()),
+        "tests_passed_traced": None if traced is None else sum(t.outcome == "passed" for t in traced.tests),
+        "tests_traced": tests_traced,
+        "traces": n_traces,
+        "restarts": 0 if traced is None else traced.restarts,
+        "top_failures": [
+            {"error_type": error_type, "n": n}
+            for error_type, n in sorted(by_type.items(), key=lambda item: (-item[1], item[0]))[:TOP_FAILURES]
+        ],
+    }
