@@ -6,7 +6,9 @@ the new traces. Refs are resolved *inside* the task, on the machine that checks 
 driver needs no network or disk for repositories, and a clone or ref failure is that unit's failures
 row like any other. The commit is recorded in every row; a re-run resumes by unit (manifest position).
 
-The git cache and the pip download cache live under `cache_dir` (default `$TRACEGEN_CACHE`, else
+An `sdist = "name==version"` unit fetches the package index's source distribution instead
+(`pipeline.sources.sdist`), into the same machine's cache. The git cache, the sdist cache and the pip
+download cache live under `cache_dir` (default `$TRACEGEN_CACHE`, else
 `~/.cache/tracegen`), shared by the tasks of one machine; per-run venvs and scratch dirs go under
 `work_dir` (default: the system temp dir) and are deleted after each repository. Neither is hashed:
 they say where the work happens, not what it computes.
@@ -37,6 +39,7 @@ from pipeline.kinds.options import (
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
+from pipeline.sources.sdist import SdistCache
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
@@ -92,7 +95,7 @@ class ReposKind(JobKind[ReposConfig]):
         parser.add_argument(
             "--cache-dir",
             default="",
-            help="git mirrors and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)",
+            help="git mirrors, sdists and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)",
         )
         add_repr_mode_argument(parser)
         parser.add_argument(
@@ -144,5 +147,6 @@ class ReposKind(JobKind[ReposConfig]):
             unit_id,
             work_root=config.work_dir or None,
             pip_cache=pip_cache,
+            sdists=SdistCache(os.path.join(root, "sdist")),
         )
         return traced + sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)

@@ -1,7 +1,8 @@
 """What a refresh must run: every source's units, each with a key that names what it computes.
 
-A unit's key covers its kind, its source, what it reads (a repository's resolved commit, a Go program's
-files, the content of the function records it traces) and its kind's config hash. A unit whose key is
+A unit's key covers its kind, its source, what it reads (a repository's resolved commit or its sdist's
+`name==version`, a Go program's files, the content of the function records it traces) and its kind's config
+hash. A unit whose key is
 in the latest published version is reused by reference; any other is run; a published unit whose key is
 no longer wanted (a removed or changed source) is dropped with its rows. Planning is deterministic:
 the same sources on the same commits plan the same keys in the same order, so a run killed before its
@@ -73,14 +74,18 @@ def resolve_commit(url: str, ref: str) -> str | None:
 
 def repo_units(specs: Iterable[RepoSpec], config: ReposConfig) -> list[PlannedUnit]:
     """One unit per repository at its current commit; one that cannot be resolved keeps its ref, so its
-    task records why (a clone or ref failure row) and the key stays the same until it resolves again."""
+    task records why (a clone or ref failure row) and the key stays the same until it resolves again. An
+    sdist's `name==version` is immutable: the same pin plans the same key, and nothing is re-run."""
     planned = []
     for spec in specs:
-        commit = resolve_commit(spec.url, spec.ref)
-        pinned = spec if commit is None else replace(spec, ref=commit)
+        if spec.sdist:  # name==version never changes: its key is the spec's, with no look-up
+            commit, pinned, label = spec.sdist, spec, spec.sdist
+        else:
+            commit = resolve_commit(spec.url, spec.ref)
+            pinned = spec if commit is None else replace(spec, ref=commit)
+            label = commit[:12] if commit else "unresolved"
         what = repr(replace(pinned, input_ref=""))
         key = fingerprint("repo", config.hash(), what, commit is None)
-        label = commit[:12] if commit else "unresolved"
         planned.append(PlannedUnit(key, "trace-repos", f"repo-{spec.name}@{label}", pinned, source=spec.name))
     return planned
 

@@ -6,6 +6,10 @@ name = "toolz"
 url = "https://github.com/pytoolz/toolz"
 ref = "master"                # resolved to its current commit at every refresh
 
+[[repo]]
+name = "six"
+sdist = "six==1.16.0"         # a package-index sdist: immutable, so traced once and then kept
+
 [[functions]]
 path = "corpus/functions.jsonl"   # a JSONL file of {id, code, input, entry?}
 

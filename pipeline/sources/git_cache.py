@@ -47,6 +47,18 @@ class Checkout:
     seconds: float
 
 
+@contextmanager
+def file_lock(path: str):
+    """An exclusive flock on `path` (created if need be) for the duration of the block: one process of the
+    machine at a time."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def cache_key(url: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9]+", "-", url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))[:40]
     return f"{slug.strip('-') or 'repo'}-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
@@ -95,14 +107,8 @@ class GitCache:
         return Checkout(url, ref, commit, path, time.monotonic() - start)
 
     # -- steps ---------------------------------------------------------------------------------------
-    @contextmanager
     def _lock(self, key: str):
-        with open(os.path.join(self.root, "locks", key + ".lock"), "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return file_lock(os.path.join(self.root, "locks", key + ".lock"))
 
     def _clone(self, url: str, mirror: str) -> None:
         temporary = f"{mirror}.tmp-{os.getpid()}"

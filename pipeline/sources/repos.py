@@ -11,35 +11,51 @@ include = ["toolz/**"]                   # optional: globs of the repository's o
 exclude = ["toolz/sandbox"]              # optional: globs excluded from it
 timeout_s = 900                          # optional budgets, see RepoSpec
 max_events = 10000
+
+[[repo]]
+name = "six"
+sdist = "six==1.16.0"                    # instead of url + ref: that source distribution from the package index
 ```
+
+A repository is either `url` + `ref` (a git repository) or `sdist = "name==version"`: the package index's
+source distribution of exactly that version, which the host downloads through the index's simple API (no
+code of it runs), verifies against the index's sha256 and unpacks safely into the cache
+(`pipeline.sources.sdist`); its commit is then `sdist-sha256-{hex}`, the archive's hash, and a refresh takes
+the pin as immutable. The sdist's tree is installed and tested like a checkout (an sdist without its tests
+traces nothing).
 
 Default install: pytest, the package with its test extra when the repository is a package, and its
 test requirements files (`tracers.install.default_install_args`). Globs are matched against paths
 relative to the repository root: `**/` spans directories, `*` stays within one, and a pattern that
 matches a directory covers everything under it. conftest.py and test modules never count as the
-repository's code. Any manifest error (missing file, bad TOML, unknown key, wrong type) is a
-ValueError naming the file, the repository and the key, with the line where it can be found.
+repository's code. Any manifest error (missing file, bad TOML, unknown key, wrong type, both or neither
+of `url`/`ref` and `sdist`) is a ValueError naming the file, the repository and the key, with the line
+where it can be found.
 """
 
 import re
 import shlex
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
+from pipeline.sources.sdist import parse_pin
 from tracers.repo_code import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-REQUIRED = ("name", "url", "ref")
+REQUIRED = ("name",)
+GIT_KEYS = ("url", "ref")
 _NUMBERS = (int, float)
 
 
 @dataclass(frozen=True)
 class RepoSpec:
-    """One `[[repo]]` table, validated. Budgets left unset take the job's `TraceSettings`."""
+    """One `[[repo]]` table, validated: `url` + `ref`, or `sdist` (then url and ref are ""). Budgets left unset
+    take the job's `TraceSettings`."""
 
     name: str
-    url: str
-    ref: str
+    url: str = ""
+    ref: str = ""
+    sdist: str = ""  # "name==version" of a package-index source distribution
     install: tuple[str, ...] | None = None
     test: tuple[str, ...] = ()
     include: tuple[str, ...] = DEFAULT_INCLUDE
@@ -56,11 +72,23 @@ class RepoSpec:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def pin(self) -> str:
+        """What the manifest pins: the git ref, or the sdist's `name==version`."""
+        return self.sdist or self.ref
+
+    def __repr__(self) -> str:
+        """The dataclass repr, `sdist` left out when unset: a git repository's repr, which unit fingerprints
+        and refresh keys hash, stays what it was before sdists existed."""
+        shown = (f for f in fields(self) if f.repr and (f.name != "sdist" or self.sdist))
+        return f"RepoSpec({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
+
 
 _TYPES = {
     "name": "str",
     "url": "str",
     "ref": "str",
+    "sdist": "str",
     "install": "str or list of str",
     "test": "str or list of str",
     "include": "list of str",
@@ -130,14 +158,31 @@ def _spec(path: str, text: str, position: int, table: dict) -> RepoSpec:
     for key in REQUIRED:
         if key not in table:
             fail("repo", f"missing required key {key!r}")
+    if "sdist" in table:
+        for key in GIT_KEYS:
+            if key in table:
+                fail(key, f"{key!r} and 'sdist' cannot both be set: a repository is url + ref or an sdist")
+    elif not any(key in table for key in GIT_KEYS):
+        fail("repo", "missing required key 'url' (or set `sdist = \"name==version\"` instead of url + ref)")
+    else:
+        for key in GIT_KEYS:
+            if key not in table:
+                fail("repo", f"missing required key {key!r}")
     values = {}
     for key, value in table.items():
         values[key] = _value(key, value, lambda problem, key=key: fail(key, problem))
     if not NAME.fullmatch(values["name"]):
         fail("name", f"name {values['name']!r} must be 1-100 letters, digits, '.', '_' or '-' (not first)")
-    for key in ("url", "ref"):
+    for key in GIT_KEYS:
+        if key not in values:
+            continue
         if not values[key] or values[key].startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in values[key]):
             fail(key, f"{key} {values[key]!r} must be non-empty, without spaces, and not start with '-'")
+    if "sdist" in values:
+        try:
+            parse_pin(values["sdist"])
+        except ValueError as error:
+            fail("sdist", str(error))
     return RepoSpec(**values, input_ref=f"{path}:[[repo]] #{position + 1}")
 
 

@@ -207,7 +207,7 @@ class EntryCutter:
                     "trace_id": trace_id,
                     "source_id": f"{self.spec.name}@{self.checkout.commit}:{entry['path']}:{entry['qualname']}",
                     "source_kind": "repo",
-                    "repo_url": self.spec.url,
+                    "repo_url": self.checkout.url,
                     "commit": self.checkout.commit,
                     "path": entry["path"],
                     "qualname": entry["qualname"],

@@ -31,7 +31,7 @@ def repo_run_row(
     return {
         "unit_id": unit_id,
         "name": spec.name,
-        "source": spec.url,
+        "source": f"sdist:{spec.sdist}" if spec.sdist else spec.url,
         "commit": commit,
         "install_step": None if not how else ("manifest" if spec.install is not None else how.get("step")),
         "install_sources": list(how.get("sources", [])),

@@ -1,12 +1,14 @@
 """Stage: trace one repository@commit's test suite and cut function-level `traces` rows out of it.
 
-clone (GitPython cache) → install (sandbox, no network but the package index through the host's index proxy: a
+clone (GitPython cache; for `sdist = "name==version"` the package index's sdist, fetched, verified and unpacked
+by `pipeline.sources.sdist`) → install (sandbox, no network but the package index through the host's index proxy: a
 fresh venv in a writable dir, worktree read-only) → parity (the suite once untraced, in the same sandbox: each
 test's outcome) → trace (sandbox, network off: worktree and venv read-only, a fresh writable scratch dir;
 `tracers.repo_runner trace` runs pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the stream,
 one row per entry, identical traces stored once; a trace whose test ended otherwise untraced is `perturbed`).
 
-Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname`, `test_id` = the pytest node id
+Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname` (an sdist's commit is
+`sdist-sha256-{hex}`, its `repo_url` the archive's URL), `test_id` = the pytest node id
 of the test whose setup, call or teardown made the call, `code` = the entry function's source text
 (decorators included, original indentation), `input` = the entry call's arguments rendered from the
 call event's locals (`tracers.repo_code.render_input`: positional-only values bare, other
@@ -16,12 +18,13 @@ parent is null. `trace_id` hashes path, qualname, code, input, exit and events, 
 traced by two tests is stored once (the first test's id is kept).
 
 Everything else that happens is a failures row, and traces recorded before a problem are kept:
-clone/fetch/ref/checkout errors, a failed install, collection errors (e.g. a syntax error), failing
-tests (traced anyway), tests whose outcome the tracer changed, a test past its time budget, an output
-flood, writes outside the scratch directory, network access, a fork bomb, a run killed by the sandbox,
-malformed tracer output.
+clone/fetch/ref/checkout errors (for an sdist: SdistNotFound, SdistRejected, SdistUnreachable), a failed
+install, collection errors (e.g. a syntax error), failing tests (traced anyway), tests whose outcome the
+tracer changed, a test past its time budget, an output flood, writes outside the scratch directory, network
+access, a fork bomb, a run killed by the sandbox, malformed tracer output.
 """
 
+import os
 import shutil
 import tempfile
 
@@ -30,6 +33,7 @@ from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
 from pipeline.sources.git_cache import GitCache, GitCacheError
 from pipeline.sources.repos import RepoSpec
+from pipeline.sources.sdist import SdistCache, SdistError
 from pipeline.stages.repos.cut import EntryCutter
 from pipeline.stages.repos.install import install_repo
 from pipeline.stages.repos.parity import outcomes, report_parity
@@ -48,14 +52,16 @@ def trace_repo(
     unit_id: str,
     work_root: str | None = None,
     pip_cache: str | None = None,
+    sdists: SdistCache | None = None,
 ) -> StageOutput:
-    """Clone, install, check parity, trace and cut one repository: its `traces` and `failures` rows, its
-    `repo_runs` row and the counters of its stages. Never raises for what the repository does."""
+    """Clone (or fetch the sdist: into `sdists`, default `sdist/` under the git cache's root), install, check
+    parity, trace and cut one repository: its `traces` and `failures` rows, its `repo_runs` row and the
+    counters of its stages. Never raises for what the repository does."""
     counters = {stage: StageCounters(stage) for stage in STAGES}
     output = StageOutput({"traces": [], "failures": [], "repo_runs": []}, counters)
     fail = RepoFailures(spec, unit_id, output.tables["failures"])
     summary = dict(how=None, traced=None, baseline=None, tests_traced=None)
-    _trace(spec, sandbox, cache, settings, work_root, pip_cache, counters, output, fail, summary)
+    _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary)
     output.tables["repo_runs"] = [
         repo_run_row(
             spec,
@@ -69,14 +75,17 @@ def trace_repo(
     return output
 
 
-def _trace(spec, sandbox, cache, settings, work_root, pip_cache, counters, output, fail, summary) -> None:
+def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary) -> None:
     """The stages in order; `summary` gathers what the repository's `repo_runs` row reports."""
     clone = counters["clone"]
     clone.n_in = 1
     with clone.timed():
         try:
-            checkout = cache.checkout(spec.url, spec.ref)
-        except GitCacheError as error:
+            if spec.sdist:
+                checkout = (sdists or SdistCache(os.path.join(cache.root, "sdist"))).checkout(spec.sdist)
+            else:
+                checkout = cache.checkout(spec.url, spec.ref)
+        except (GitCacheError, SdistError) as error:
             clone.drop(error.kind)
             fail("clone", error.kind, f"repository {spec.name!r}: {error}")
             return
@@ -116,7 +125,7 @@ class RepoFailures:
     def __call__(
         self, stage: str, error_type: str, message: str, stderr_tail: str | None = None, source_id: str | None = None
     ) -> None:
-        source = source_id or f"{self.spec.name}@{self.commit or self.spec.ref}"
+        source = source_id or f"{self.spec.name}@{self.commit or self.spec.pin}"
         self.rows.append(
             failure_row(
                 self.unit_id, source, stage, error_type, message, self.spec.input_ref or self.spec.name, stderr_tail

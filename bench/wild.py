@@ -1,0 +1,649 @@
+"""Benchmark: the yield of trace-repos on real repositories — the sdists of popular pure-Python packages that
+ship their tests, traced with the pipeline's defaults, against what a human gets by running their suites.
+
+    .venv/bin/python bench/wild.py [--packages N] [--forms sdist git] [--code DIR] [--scratch DIR]
+                                   [--json OUT] [--record] [--baseline-only]
+
+Per package of PACKAGES (pinned `name==version`, first N with --packages), all of it under --scratch:
+1. the sdist, downloaded from the package index by `pipeline.sources.sdist` (this checkout's; no code run);
+2. BASELINE: a copy of its tree, a plain venv outside any sandbox (`python -m venv`, the interpreter the
+   sandbox runs), `pip install` of the tree with the test dependencies a human reads off the project (test
+   extras, dependency groups, requirements files, tox deps: TestDeps, chosen per package by reading it; when
+   that install fails, the package and pytest alone), then `pytest -p no:cacheprovider -q --junitxml=...
+   --rootdir .` with a per-package timeout. A small plugin (`wild_probe`, written to the scratch dir) records
+   each test's node id, outcome and whether it called any function of the package (a profile hook on the
+   test's thread, from setup to teardown, that looks for a call of a function whose code lives in the
+   installed package or its source tree, test files and module bodies (imports) excepted). Cached as
+   `baseline/{name}-{version}/result.json`: a later run reuses it.
+3. the GIT form: the sdist's files as a fresh git repository (`git init`, one commit, no tags) with what a
+   build generates removed, so it looks like a clone: PKG-INFO, `*.egg-info/`, and the version file that
+   setuptools-scm / hatch-vcs / pdm config names (`write_to`, `version_file`, `version-file`). Its version
+   then comes from the untagged commit (setuptools-scm: 0.1.dev1+g...), as in a shallow CI clone.
+4. TRACE each form (--forms): `python -m pipeline.cli trace-repos --manifest M --out O --workers 1` with the
+   checkout --code (default: this one), its own `.venv`, `PYTHONPATH` at it, the pipeline's defaults and
+   `timeout_s = 300`; one job per package and form, so each has a fresh Ray. The git form exists in every
+   checkout; the sdist form only where `sdist = ...` does.
+
+Reported per package and in total: tests passing in the baseline (P), those of them that call the package
+(C), tests traced (T: distinct `test_id` of `traces` rows that are among the P node ids), T/P and T/C,
+repositories with at least one trace, failures by `error_type` (failures table, with an example message),
+wall time of each job, and the peak memory of the Ray worker that ran the unit: `VmHWM` (the kernel's
+high-water mark of resident memory, what `getrusage(RUSAGE_SELF).ru_maxrss` reports from inside) of every
+Ray worker process (cmdline `ray::...` or `default_worker.py`) under the job, polled every 0.5 s from here
+until the job exits; the largest is the worker's peak (a fresh Ray per job: nothing carries over). The
+sandboxed test run's processes are reported apart (`peak_run_mb`: the largest VmHWM under the job whose
+cmdline runs `tracers.repo_runner`).
+
+--record appends a dated section to bench/RESULTS.md; --json writes everything (rerun on two commits with
+--code to compare). The baseline is cached by name==version in the scratch dir; --baseline-only stops there.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipeline.sources.sdist import SdistCache, normalize, parse_pin  # noqa: E402
+
+TRACE_TIMEOUT_S = 300  # the manifest's timeout_s (the brief's: the pipeline's defaults otherwise)
+BASELINE_INSTALL_TIMEOUT_S = 900
+BASELINE_TEST_TIMEOUT_S = 900
+JOB_TIMEOUT_S = 2400  # one trace-repos job (install, untraced run, traced run, cut, write)
+RUNNING: list[subprocess.Popen] = []  # the job in progress (killed with the bench on SIGINT)
+BASELINE_FORMAT = 2  # bump when the baseline's method changes: cached results of another format are redone
+
+
+@dataclass(frozen=True)
+class TestDeps:
+    """What a human installs to run a package's tests: its test `extras`, `requirements` files (relative to
+    the tree), and `deps` (from dependency groups, tox or CI config, lint and coverage tools left out);
+    `source` says where they are declared."""
+
+    extras: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()
+    source: str = "none declared: pytest alone"
+
+
+@dataclass(frozen=True)
+class Package:
+    pin: str
+    kind: str
+    test: TestDeps = field(default_factory=TestDeps)
+
+
+# The first 12 are a varied subset (--packages 12) for a short run on a busy machine.
+PACKAGES = (
+    Package("six==1.17.0", "utility (py2/3 compat)"),
+    Package("toolz==1.2.0", "utility (functional)", TestDeps(deps=("pycodestyle",), source="group test")),
+    Package("inflection==0.5.1", "text"),
+    Package("tabulate==0.10.0", "text tables", TestDeps(source="tox: pytest")),
+    Package("sqlparse==0.6.1", "SQL formatting", TestDeps(source="group dev: pytest (+ tools)")),
+    Package("isodate==0.7.2", "date/time parsing", TestDeps(source="tox: pytest")),
+    Package("tenacity==9.2.1", "retry", TestDeps(extras=("test",), source="extra test")),
+    Package("click==8.5.1", "CLI framework", TestDeps(source="group tests: pytest")),
+    Package("jmespath==1.1.0", "query language parser"),
+    Package("parse==1.22.4", "parser (format strings)"),
+    Package("xmltodict==1.0.4", "markup (XML)", TestDeps(extras=("test",), source="extra test")),
+    Package("cachetools==8.0.2", "data structures (caches)", TestDeps(source="tox: pytest")),
+    Package("toml==0.10.2", "parser (TOML)", TestDeps(deps=("numpy",), source="tox deps")),
+    Package("tomlkit==0.15.3", "parser (TOML, style-preserving)", TestDeps(deps=("PyYAML",), source="group dev")),
+    Package("semver==3.1.2", "version parsing", TestDeps(source="group test: pytest (+ tox)")),
+    Package("python-slugify==9.2.0", "text (slugs)", TestDeps(source="tox: pytest")),
+    Package("humanize==4.17.0", "text (numbers, dates)", TestDeps(extras=("tests",), source="extra tests")),
+    Package("croniter==7.0.0", "date/time (cron)", TestDeps(deps=("pytz",), source="group dev")),
+    Package(
+        "python-dateutil==4.0.0",
+        "date/time",
+        TestDeps(requirements=("requirements-dev.txt",), source="requirements-dev.txt (tox)"),
+    ),
+    Package("idna==3.20", "text (IDNA encoding)", TestDeps(deps=("hypothesis",), source="extra all (tools left out)")),
+    Package("pyparsing==3.3.3", "parser (combinators)", TestDeps(source="tox unit: pytest")),
+    Package("more-itertools==11.2.1", "utility (iterators)", TestDeps(source="requirements/testing.txt: tools only")),
+    Package("boltons==26.2.0", "utility (grab bag)", TestDeps(source="group dev: pytest")),
+    Package("glom==25.12.0", "data structures (nested access)", TestDeps(requirements=("requirements.txt",))),
+    Package(
+        "attrs==26.1.0",
+        "data classes",
+        TestDeps(deps=("cloudpickle", "hypothesis", "pympler", "pytest-xdist[psutil]"), source="group tests (uv.lock)"),
+    ),
+    Package("natsort==8.4.0", "sorting", TestDeps(deps=("pytest-mock", "hypothesis"), source="tox deps")),
+    Package(
+        "pathspec==1.1.1",
+        "text (gitignore patterns)",
+        TestDeps(deps=("pytest-benchmark", "typing-extensions"), source="group dev"),
+    ),
+    Package("mistune==3.4.0", "markup (Markdown)", TestDeps(source="group test: pytest (+ tools)")),
+    Package(
+        "intervaltree==3.2.1",
+        "data structures (interval tree)",
+        TestDeps(requirements=("requirements/pytest.txt",), source="requirements/pytest.txt"),
+    ),
+    Package("stamina==26.1.0", "retry", TestDeps(deps=("anyio", "dirty-equals"), source="group tests")),
+)
+
+PROBE = r'''
+"""wild_probe: each test's node id, outcome and whether it called the package under test (bench/wild.py)."""
+import importlib.metadata
+import json
+import os
+import sys
+
+import pytest
+
+_OUT = open(os.environ["WILD_PROBE_OUT"], "a", buffering=1)
+_ROOTS = None
+_SEEN = {}
+
+
+def _roots():
+    files = importlib.metadata.distribution(os.environ["WILD_DIST"]).files or ()
+    tops = {f.parts[0] for f in files if f.parts and not f.parts[0].endswith((".dist-info", ".egg-info", ".data"))
+            and f.parts[0] not in ("..", "__pycache__") and not f.parts[0].endswith(".pth")}
+    base = str(importlib.metadata.distribution(os.environ["WILD_DIST"]).locate_file(""))
+    here = os.getcwd()
+    found = []
+    for top in tops:
+        for place in (base, here, os.path.join(here, "src")):
+            found.append(os.path.realpath(os.path.join(place, top)))
+    return tuple(found)
+
+
+def _is_package_code(filename):
+    known = _SEEN.get(filename)
+    if known is None:
+        path = os.path.realpath(filename)
+        name = os.path.basename(path)
+        parts = path.split(os.sep)
+        test = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or any(
+            part in ("tests", "test", "testing") for part in parts[:-1])
+        known = _SEEN[filename] = not test and any(path == root or path.startswith(root + os.sep) for root in _ROOTS)
+    return known
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _ROOTS
+    if _ROOTS is None:
+        _ROOTS = _roots()
+    state = _STATES[item.nodeid] = {"calls": False, "outcome": "passed"}
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name != "<module>" and _is_package_code(frame.f_code.co_filename):
+            state["calls"] = True
+            sys.setprofile(None)
+
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+        _OUT.write(json.dumps([item.nodeid, state["outcome"], state["calls"]]) + "\n")
+
+
+def pytest_runtest_logreport(report):
+    state = _STATES.get(report.nodeid)
+    if state is None:
+        return
+    if report.failed:
+        state["outcome"] = "failed" if report.when == "call" else "error"
+    elif report.skipped and state["outcome"] == "passed":
+        state["outcome"] = "skipped"
+
+
+_STATES = {}
+'''
+
+
+# -- baseline -------------------------------------------------------------------------------------------------
+def run(argv: list[str], cwd: str, log, timeout: float, env: dict | None = None) -> tuple[int | None, float]:
+    """Run argv with its output appended to `log`; (exit code or None when it timed out, seconds)."""
+    start = time.monotonic()
+    log.write(f"\n$ {' '.join(argv)}\n")
+    log.flush()
+    process = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
+        code = None
+    return code, time.monotonic() - start
+
+
+def interpreter() -> str:
+    """The Python the sandbox runs by default: this one's real executable."""
+    return os.path.realpath(sys.executable)
+
+
+def baseline(package: Package, tree: str, scratch: Path) -> dict:
+    """The package's suite in a plain venv (cached; see the module docstring)."""
+    name, version = parse_pin(package.pin)
+    where = scratch / "baseline" / f"{normalize(name)}-{version}"
+    cached = where / "result.json"
+    if cached.exists():
+        result = json.loads(cached.read_text())
+        if result.get("format") == BASELINE_FORMAT:
+            return result
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    src = where / "src"
+    shutil.copytree(tree, src, symlinks=True)
+    probe_dir = scratch / "probe"
+    probe_dir.mkdir(exist_ok=True)
+    (probe_dir / "wild_probe.py").write_text(PROBE)
+    venv = where / "venv"
+    pip_cache = str(scratch / "pip-cache")
+    with open(where / "log.txt", "w") as log:
+        run([interpreter(), "-m", "venv", str(venv)], str(where), log, 120)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--cache-dir", pip_cache, "-q"]
+        target = str(src) + (f"[{','.join(package.test.extras)}]" if package.test.extras else "")
+        wanted = [target, "pytest", *package.test.deps]
+        for requirement in package.test.requirements:
+            wanted += ["-r", str(src / requirement)]
+        code, install_s = run(pip + wanted, str(src), log, BASELINE_INSTALL_TIMEOUT_S)
+        installed = "declared"
+        if code != 0:
+            code, more = run(pip + [str(src), "pytest"], str(src), log, BASELINE_INSTALL_TIMEOUT_S)
+            install_s += more
+            installed = "package and pytest only (the declared test dependencies did not install)"
+            if code != 0:
+                installed = "failed"
+        tests, test_s, exit_code = {}, 0.0, None
+        if installed != "failed":
+            env = dict(os.environ, PYTHONPATH=str(probe_dir), WILD_PROBE_OUT=str(where / "probe.jsonl"))
+            env["WILD_DIST"] = name
+            argv = [str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-p", "wild_probe"]
+            argv += [f"--junitxml={where / 'junit.xml'}", "--rootdir", str(src)]
+            exit_code, test_s = run(argv, str(src), log, BASELINE_TEST_TIMEOUT_S, env)
+            if os.path.exists(where / "probe.jsonl"):
+                for line in open(where / "probe.jsonl"):
+                    nodeid, outcome, calls = json.loads(line)
+                    tests[nodeid] = [outcome, calls]
+    result = {
+        "format": BASELINE_FORMAT,
+        "pin": package.pin,
+        "installed": installed,
+        "test_deps": {
+            "extras": package.test.extras,
+            "requirements": package.test.requirements,
+            "deps": package.test.deps,
+            "source": package.test.source,
+        },
+        "install_s": round(install_s, 1),
+        "test_s": round(test_s, 1),
+        "pytest_exit": exit_code,
+        "timed_out": installed != "failed" and exit_code is None,
+        "tests": tests,
+    }
+    shutil.rmtree(venv, ignore_errors=True)  # hundreds of MB each; the result is what is kept
+    shutil.rmtree(src, ignore_errors=True)
+    cached.write_text(json.dumps(result))
+    return result
+
+
+def baseline_counts(result: dict) -> dict:
+    outcomes = Counter(outcome for outcome, _ in result["tests"].values())
+    passing = {nodeid for nodeid, (outcome, _) in result["tests"].items() if outcome == "passed"}
+    calling = {nodeid for nodeid in passing if result["tests"][nodeid][1]}
+    return {"outcomes": dict(outcomes), "passing": passing, "calling": calling}
+
+
+# -- the git form ---------------------------------------------------------------------------------------------
+def version_files(tree: str) -> list[str]:
+    """The files a VCS-versioning build backend writes, as its pyproject.toml config names them."""
+    path = os.path.join(tree, "pyproject.toml")
+    if not os.path.isfile(path):
+        return []
+    with open(path, "rb") as handle:
+        tool = tomllib.load(handle).get("tool", {})
+    hatch = tool.get("hatch", {})
+    hooks = [hatch.get("build", {}).get("hooks", {}).get("vcs", {})]
+    hooks += [target.get("hooks", {}).get("vcs", {}) for target in hatch.get("build", {}).get("targets", {}).values()]
+    names = [tool.get("setuptools_scm", {}).get(key) for key in ("write_to", "version_file")]
+    names += [hook.get(key) for hook in hooks for key in ("version-file", "version_file")]
+    names += [tool.get("pdm", {}).get("version", {}).get(key) for key in ("write_to", "version_file")]
+    return sorted({name for name in names if isinstance(name, str) and name})
+
+
+def git_form(package: Package, tree: str, scratch: Path) -> str:
+    """The sdist's files as a one-commit, untagged git repository with build outputs removed (module doc)."""
+    name, version = parse_pin(package.pin)
+    repo = scratch / "git" / f"{normalize(name)}-{version}"
+    if (repo / ".git").is_dir():
+        return str(repo)
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(tree, repo, symlinks=True)
+    removed = ["PKG-INFO", *version_files(str(repo)), *(os.path.basename(p) for p in glob.glob(f"{repo}/*.egg-info"))]
+    removed += [os.path.relpath(p, repo) for p in glob.glob(f"{repo}/src/*.egg-info")]
+    for relative in removed:
+        target = repo / relative
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    env = dict(os.environ, GIT_AUTHOR_NAME="wild", GIT_AUTHOR_EMAIL="wild@bench", GIT_COMMITTER_NAME="wild")
+    env.update(GIT_COMMITTER_EMAIL="wild@bench", GIT_AUTHOR_DATE="2026-01-01T00:00:00Z")
+    env.update(GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "sdist"]):
+        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+    (repo / ".git" / "wild-removed.json").write_text(json.dumps(removed))
+    return str(repo)
+
+
+# -- one traced job -------------------------------------------------------------------------------------------
+class WorkerMemory:
+    """Polls the processes under `pid`: the largest VmHWM of a Ray worker, and of a sandboxed test run."""
+
+    def __init__(self, pid: int):
+        self.pid, self.worker_kb, self.run_kb = pid, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            for pid in descendants(self.pid):
+                try:
+                    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                    status = open(f"/proc/{pid}/status").read()
+                except OSError:
+                    continue
+                found = re.search(r"VmHWM:\s+(\d+) kB", status)
+                peak = int(found.group(1)) if found else 0
+                if cmdline.startswith("ray::") or "default_worker.py" in cmdline:
+                    self.worker_kb = max(self.worker_kb, peak)
+                elif "tracers.repo_runner" in cmdline:
+                    self.run_kb = max(self.run_kb, peak)
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def manifest_table(name: str, form: str, package: Package, repo: str | None) -> str:
+    source = f'sdist = "{package.pin}"' if form == "sdist" else f'url = "{repo}"\nref = "main"'
+    return f'[[repo]]\nname = "{name}"\n{source}\ntimeout_s = {TRACE_TIMEOUT_S}\n'
+
+
+def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch: Path) -> dict:
+    """One trace-repos job of one package in one form: what it wrote and what it cost."""
+    name, version = parse_pin(package.pin)
+    run_dir = scratch / "runs" / f"{form}-{normalize(name)}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    manifest = run_dir / "repos.toml"
+    manifest.write_text(manifest_table(normalize(name), form, package, repo))
+    out = run_dir / "out"
+    argv = [str(code / ".venv" / "bin" / "python"), "-m", "pipeline.cli", "trace-repos", "--manifest", str(manifest)]
+    argv += ["--out", str(out), "--workers", "1", "--cache-dir", str(scratch / "tracegen-cache")]
+    env = dict(os.environ, PYTHONPATH=str(code))
+    start = time.monotonic()
+    with open(run_dir / "job.log", "w") as log:
+        process = subprocess.Popen(
+            argv, cwd=code, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        memory = WorkerMemory(process.pid)
+        try:
+            exit_code = process.wait(timeout=JOB_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            exit_code = process.wait()
+        memory.stop()
+    seconds = time.monotonic() - start
+    traces = read_table(out, "traces", ["test_id", "commit"])
+    failures = read_table(out, "failures", ["stage", "error_type", "message"])
+    stats = {}
+    if (out / "manifest.json").exists():
+        stats = json.loads((out / "manifest.json").read_text()).get("stats", {})
+    return {
+        "exit": exit_code,
+        "seconds": round(seconds, 1),
+        "rows": len(traces),
+        "commits": sorted({row["commit"] for row in traces}),
+        "test_ids": sorted({row["test_id"] for row in traces if row["test_id"]}),
+        "failures": failures,
+        "stage_seconds": {
+            stage: round(value.get("seconds", 0.0), 1)
+            for stage, value in stats.items()
+            if isinstance(value, dict) and "seconds" in value
+        },
+        "peak_worker_mb": round(memory.worker_kb / 1024, 1),
+        "peak_run_mb": round(memory.run_kb / 1024, 1),
+    }
+
+
+def read_table(out: Path, table: str, columns: list[str]) -> list[dict]:
+    rows = []
+    for path in sorted(glob.glob(str(out / table / "*.parquet"))):
+        rows += pq.read_table(path, columns=columns).to_pylist()
+    return rows
+
+
+# -- the numbers ----------------------------------------------------------------------------------------------
+def summarize(package: Package, base: dict, job: dict | None) -> dict:
+    counts = baseline_counts(base)
+    result = {
+        "pin": package.pin,
+        "kind": package.kind,
+        "passing": len(counts["passing"]),
+        "calling": len(counts["calling"]),
+        "outcomes": counts["outcomes"],
+        "baseline_installed": base["installed"],
+        "baseline_timed_out": base["timed_out"],
+    }
+    if job is None:
+        return result
+    traced = set(job["test_ids"]) & counts["passing"]
+    by_type = Counter(row["error_type"] for row in job["failures"])
+    examples = {}
+    for row in job["failures"]:
+        examples.setdefault(row["error_type"], f"[{row['stage']}] {row['message'][:400]}")
+    result.update(
+        traced=len(traced),
+        traced_calling=len(traced & counts["calling"]),
+        traced_any=len(job["test_ids"]),
+        rows=job["rows"],
+        failures=dict(by_type.most_common()),
+        failure_examples=examples,
+        seconds=job["seconds"],
+        stage_seconds=job["stage_seconds"],
+        peak_worker_mb=job["peak_worker_mb"],
+        peak_run_mb=job["peak_run_mb"],
+        commits=job["commits"],
+        job_exit=job["exit"],
+    )
+    return result
+
+
+def totals(rows: list[dict]) -> dict:
+    done = [row for row in rows if "traced" in row]
+    failures = Counter()
+    for row in done:
+        failures.update(row["failures"])
+    passing = sum(row["passing"] for row in done)
+    calling = sum(row["calling"] for row in done)
+    traced = sum(row["traced"] for row in done)
+    return {
+        "packages": len(done),
+        "with_traces": sum(1 for row in done if row["rows"] > 0),
+        "passing": passing,
+        "calling": calling,
+        "traced": traced,
+        "traced_of_passing": round(traced / passing, 4) if passing else None,
+        "traced_of_calling": round(sum(row["traced_calling"] for row in done) / calling, 4) if calling else None,
+        "failures": dict(failures.most_common()),
+        "seconds": round(sum(row["seconds"] for row in done), 1),
+        "peak_worker_mb": max((row["peak_worker_mb"] for row in done), default=0),
+    }
+
+
+def table(form: str, rows: list[dict], total: dict) -> str:
+    lines = [
+        f"**{form} form** — {total['with_traces']} of {total['packages']} repositories with ≥1 trace; tests traced "
+        f"{total['traced']:,} of {total['passing']:,} passing untraced ({pct(total['traced_of_passing'])}), of "
+        f"{total['calling']:,} that call the package ({pct(total['traced_of_calling'])}); "
+        f"{total['seconds']:,.0f} s of jobs; peak worker {total['peak_worker_mb']:,.0f} MB",
+        "",
+        "| package | passing (call pkg) | traced | T/P | rows | job s | worker MB | run MB | failures (top) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        if "traced" not in row:
+            continue
+        top = ", ".join(f"{kind} {count}" for kind, count in list(row["failures"].items())[:3]) or "—"
+        ratio = pct(row["traced"] / row["passing"]) if row["passing"] else "—"
+        lines.append(
+            f"| {row['pin']} | {row['passing']} ({row['calling']}) | {row['traced']} | {ratio} | {row['rows']:,} | "
+            f"{row['seconds']:.0f} | {row['peak_worker_mb']:.0f} | {row['peak_run_mb']:.0f} | {top} |"
+        )
+    lines += ["", f"Failures by type: {', '.join(f'{k} {v}' for k, v in total['failures'].items()) or 'none'}"]
+    return "\n".join(lines)
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def code_label(code: Path) -> str:
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=code, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "pipeline", "tracers"], cwd=code, capture_output=True, text=True
+    ).stdout.strip()
+    return (found.stdout.strip() or "?") + ("+dirty" if dirty else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packages", type=int, default=len(PACKAGES), help="the first N packages of PACKAGES")
+    parser.add_argument("--forms", nargs="+", choices=("sdist", "git"), default=["sdist", "git"])
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose pipeline traces (its .venv)")
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/wild-bench"))
+    parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
+    parser.add_argument("--baseline-only", action="store_true", help="download and run the baselines, trace nothing")
+    args = parser.parse_args()
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    code = args.code.resolve()
+    packages = PACKAGES[: args.packages]
+    sdists = SdistCache(str(args.scratch / "sdists"))
+    started = time.monotonic()
+    results = {form: [] for form in args.forms}
+    baselines = {}
+    try:
+        measure(args, code, packages, sdists, results, baselines, started)
+    except KeyboardInterrupt:  # SIGINT: stop where it is, and report what was measured
+        if RUNNING:
+            os.killpg(RUNNING[0].pid, 9)
+        print(f"interrupted after {len(baselines)} of {len(packages)} packages", flush=True)
+    done = set(baselines) if args.baseline_only else {row["pin"] for row in results[args.forms[-1]]}
+    measured = [package for package in packages if package.pin in done]
+    wall = time.monotonic() - started
+    if args.json:
+        write_json(args, code, measured, results, baselines, wall)
+    if args.baseline_only:
+        return
+    text = "\n\n".join(table(form, rows, totals(rows)) for form, rows in results.items())
+    print(text)
+    if args.record:
+        command = (
+            f"$ .venv/bin/python bench/wild.py --packages {args.packages} --forms {' '.join(args.forms)}"
+            f"{'' if code == ROOT else ' --code ' + str(args.code)} --record"
+        )
+        subset = "" if len(measured) == len(packages) else f", interrupted: the first {len(measured)} packages"
+        note = (
+            f"{time.strftime('%Y-%m-%d')}, `{command}` (pipeline at {code_label(code)}, CPython "
+            f"{platform.python_version()}, {os.cpu_count()} cores, {wall / 60:.0f} min{subset}, load average "
+            f"{os.getloadavg()[0]:.1f} at the end):"
+        )
+        with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
+            handle.write(f"\n## Wild repositories\n\n{note}\n\n{text}\n")
+
+
+def measure(args, code: Path, packages, sdists: SdistCache, results: dict, baselines: dict, started: float) -> None:
+    """Baseline, then each form's job, package after package (results and baselines filled as it goes)."""
+    for package in packages:
+        tree = sdists.checkout(package.pin).path
+        base = baselines[package.pin] = baseline(package, tree, args.scratch)
+        counts = baseline_counts(base)
+        print(
+            f"{package.pin}: baseline {len(counts['passing'])} passing ({len(counts['calling'])} call the "
+            f"package), {counts['outcomes']}, install: {base['installed']}",
+            flush=True,
+        )
+        if args.baseline_only:
+            continue
+        for form in args.forms:
+            repo = git_form(package, tree, args.scratch) if form == "git" else None
+            row = summarize(package, base, trace_job(package, form, repo, code, args.scratch))
+            results[form].append(row)
+            print(
+                f"  {form}: traced {row['traced']} of {row['passing']} ({row['rows']} rows) in {row['seconds']:.0f} s,"
+                f" worker {row['peak_worker_mb']:.0f} MB, failures {row['failures']}",
+                flush=True,
+            )
+            if args.json:  # written as it goes: a long run killed midway keeps what it measured
+                write_json(args, code, packages[: len(baselines)], results, baselines, time.monotonic() - started)
+
+
+def write_json(args, code: Path, packages, results: dict, baselines: dict, wall: float) -> None:
+    document = {
+        "code": str(code),
+        "code_commit": code_label(code),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "cores": os.cpu_count(),
+        "trace_timeout_s": TRACE_TIMEOUT_S,
+        "packages": [package.pin for package in packages],
+        "wall_s": round(wall, 1),
+        "forms": {form: {"packages": rows, "totals": totals(rows)} for form, rows in results.items()},
+        "baselines": {
+            pin: {k: v for k, v in base.items() if k != "tests"}
+            | {
+                "counts": {
+                    "passing": len(baseline_counts(base)["passing"]),
+                    "calling": len(baseline_counts(base)["calling"]),
+                }
+            }
+            for pin, base in baselines.items()
+        },
+    }
+    args.json.write_text(json.dumps(document, indent=1, default=list))
+
+
+if __name__ == "__main__":
+    main()
