@@ -13,8 +13,9 @@ timeout_s = 900                          # optional budgets, see RepoSpec
 max_events = 10000
 ```
 
-Default install: pytest, the package with its test extra when the repository is a package, and its
-test requirements files (`tracers.install.default_install_args`). Globs are matched against paths
+Default install (tracers/install.py): pytest, the package (editable) and the test requirements its CI would
+install (dependency groups, test extra, requirements files, tox, hatch, nox), with fallback steps when they
+cannot be resolved and repairs of the modules collection finds missing. Globs are matched against paths
 relative to the repository root: `**/` spans directories, `*` stays within one, and a pattern that
 matches a directory covers everything under it. conftest.py and test modules never count as the
 repository's code. Any manifest error (missing file, bad TOML, unknown key, wrong type) is a

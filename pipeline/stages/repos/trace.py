@@ -66,8 +66,9 @@ def trace_repo(
     fail.commit = checkout.commit
     run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
     try:
-        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
-        if env_dir is not None:
+        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        if installed is not None:
+            env_dir = installed.env_dir
             baseline = None
             if settings.parity:
                 untraced = StageCounters("untraced")
