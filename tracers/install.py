@@ -195,6 +195,15 @@ def scm_version_env(project, backend):
     return {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
 
 
+def next_to_drop(kept, output, project=""):
+    """The source to drop next: the most suspect holding a requirement pip's error names, else the most
+    suspect (DROP_ORDER; within a kind, the last read)."""
+    order = sorted(kept, key=lambda source: (DROP_ORDER.index(source.kind), -kept.index(source)))
+    named = {normalize(name) for name in NAMED_IN_ERROR.findall(output)} - {project, "pytest"}
+    culprits = [source for source in order if source.names() & named]
+    return (culprits or order)[0]
+
+
 def error_summary(output, limit=500):
     """The lines of a failed command's output that say why: its `ERROR:` lines and the last exception line
     (a build's traceback), else its last lines."""
@@ -280,15 +289,7 @@ def install(request):
     venv_argv = [sys.executable, "-m", "venv"] + (["--without-pip"] if external_pip else []) + [venv_dir]
     ok = runner.run(venv_argv, src)[0]
     pip = [sys.executable, "-m", "pip", "--python", python] if external_pip else [python, "-m", "pip"]
-    how = {
-        "sources": [],
-        "step": "manifest",
-        "editable": None,
-        "attempts": [],
-        "repairs": [],
-        "collected": None,
-        "notes": [],
-    }
+    how = manifest_how()
     if ok and commands is None:
         ok, how = DefaultInstall(runner, pip, src, python, request.get("test_args") or []).run()
     elif ok:
@@ -299,6 +300,19 @@ def install(request):
         ok = runner.run(command, src, label=command)[0]
     with open(request["result"], "w", encoding="utf-8") as handle:
         json.dump({"ok": ok, "timed_out": runner.timed_out, "steps": steps, "how": how}, handle)
+
+
+def manifest_how():
+    """`how` of a manifest `install`: no sources read, no steps, no repairs."""
+    return {
+        "sources": [],
+        "step": "manifest",
+        "editable": None,
+        "attempts": [],
+        "repairs": [],
+        "collected": None,
+        "notes": [],
+    }
 
 
 class DefaultInstall:
@@ -341,7 +355,7 @@ class DefaultInstall:
             return "all"
         kept, dropped = list(self.sources), []
         while len(kept) > 1 and len(dropped) < MAX_DROPS and not self.runner.timed_out:
-            victim = self.next_to_drop(kept, self.last_output)
+            victim = next_to_drop(kept, self.last_output, self.project)
             kept.remove(victim)
             dropped.append(victim.label)
             step = "without:" + ",".join(dropped)
@@ -389,14 +403,6 @@ class DefaultInstall:
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write("\n".join(source.lines) + "\n")
         return path
-
-    def next_to_drop(self, kept, output):
-        """The source to drop next: the most suspect holding a requirement pip's error names, else the most
-        suspect (DROP_ORDER; within a kind, the last read)."""
-        order = sorted(kept, key=lambda source: (DROP_ORDER.index(source.kind), -kept.index(source)))
-        named = {normalize(name) for name in NAMED_IN_ERROR.findall(output)} - {self.project, "pytest"}
-        culprits = [source for source in order if source.names() & named]
-        return (culprits or order)[0]
 
     # -- repairs -------------------------------------------------------------------------------------------------
     def collect(self):
