@@ -137,6 +137,14 @@ REPOS = {
         "src/pinned/__init__.py": DOUBLE,
         "tests/test_pinned.py": suite_module("pinned", "import tomli", "5", "tomli.loads('a = 1') == {'a': 1}"),
     },
+    # not a package; its one requirements file pins what does not exist: relaxed to bare names, a requirement
+    # whose marker excludes this Python stays excluded
+    "relaxed": {
+        "lib/__init__.py": "",
+        "lib/code.py": DOUBLE,
+        "requirements-test.txt": "six==0.0.1\ntracegen-no-such-distribution==1.0 ; python_version < '3'\n",
+        "tests/test_lib.py": suite_module("lib.code", "import six", "9", "six.PY3"),
+    },
     # a test imports dateutil, declared nowhere: collection finds it missing, python-dateutil provides it
     "repair": {
         "pyproject.toml": project("repaired"),
@@ -257,6 +265,16 @@ def test_an_impossible_pin_falls_back_without_its_file(stage):
     (fallback,) = run.rows("InstallFallback")
     assert "'pinned'" in fallback and "six==0.0.1" in fallback
     assert fallback.endswith("installed without requirements:requirements-dev.txt")
+
+
+def test_an_unresolvable_single_source_is_relaxed_to_bare_names(stage):
+    run = stage("relaxed")
+    assert ("double", "x=9", "tests/test_lib.py::test_double") in run.calls()
+    how = run.installed.how
+    assert (how.sources, how.step, how.editable) == (("requirements:requirements-test.txt",), "relaxed", None)
+    assert [(attempt.step, attempt.ok) for attempt in how.attempts] == [("all", False), ("relaxed", True)]
+    (fallback,) = run.rows("InstallFallback")
+    assert "'relaxed'" in fallback and fallback.endswith("relaxed to its bare name (no version pins)")
 
 
 def test_a_module_whose_distribution_has_another_name_is_repaired(stage):
