@@ -75,10 +75,6 @@ class Installed:
     how: InstallHow
 
 
-def is_package(worktree: str) -> bool:
-    return any(os.path.isfile(os.path.join(worktree, name)) for name in ("pyproject.toml", "setup.py", "setup.cfg"))
-
-
 def open_up(path: str) -> None:
     """Let whichever uid the next sandbox runs as write `path` (a shared cache, a copy to build in)."""
     os.chmod(path, 0o777)
