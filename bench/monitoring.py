@@ -173,7 +173,7 @@ def suite_runs(python, cases, repeat, pip_cache, only=("host", "settrace", "moni
             checkout = GitCache(str(work / "git")).checkout(spec.url, spec.ref)
             run_dir = tempfile.mkdtemp(prefix="bench-monitoring-run-")
             try:
-                env_dir = install_repo(
+                installed = install_repo(
                     spec,
                     checkout.path,
                     run_dir,
@@ -182,8 +182,9 @@ def suite_runs(python, cases, repeat, pip_cache, only=("host", "settrace", "moni
                     StageCounters("install"),
                     RepoFailures(spec, "b", failures),
                 )
-                if env_dir is None:
+                if installed is None:
                     raise SystemExit(f"{name}: install failed: {failures}")
+                env_dir = installed.env_dir
                 for budgets in ("default", "spent"):
                     run_spec = spec if budgets == "default" else replace(spec, max_entries_per_function=1)
                     settings = RepoTraceSettings(tracer_backend=backend, parity=False)

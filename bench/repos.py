@@ -218,9 +218,10 @@ def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, sett
         checkout = GitCache(str(work / f"git-{backend}")).checkout(spec.url, spec.ref)
     run_dir = tempfile.mkdtemp(prefix=f"bench-{backend}-")
     try:
-        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
-        if env_dir is None:
+        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        if installed is None:
             raise SystemExit(f"{backend}: install failed: {failures}")
+        env_dir = installed.env_dir
         baseline = run_suite(
             spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["untraced"], untraced=True
         )

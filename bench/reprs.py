@@ -118,9 +118,10 @@ def bench_repo(repeat: int, cases: int, backend: str, pip_cache: str) -> dict:
         checkout = GitCache(str(work / "git")).checkout(spec.url, spec.ref)
         run_dir = tempfile.mkdtemp(prefix="bench-reprs-run-", dir=work)
         fail = RepoFailures(spec, "bench", failures)
-        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, StageCounters("install"), fail)
-        if env_dir is None:
+        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, StageCounters("install"), fail)
+        if installed is None:
             raise SystemExit(f"install failed: {failures}")
+        env_dir = installed.env_dir
         variants = {
             "untraced": (RepoTraceSettings(), True),
             "structural": (RepoTraceSettings(reprs=ReprLimits(mode="structural")), False),

@@ -44,7 +44,8 @@ SCHEMA = pa.schema(
         field(
             "repaired_modules",
             pa.list_(pa.field("item", pa.string(), nullable=False)),
-            "modules that collection reported missing and the installer then installed, as module=distribution",
+            "what collection reported missing (modules; plugin options such as --cov) that a repair round then "
+            "installed a distribution for",
             nullable=False,
         ),
         field("tests_collected", pa.int64(), "tests pytest collected (first run); null when it never collected"),

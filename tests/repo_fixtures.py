@@ -311,7 +311,10 @@ BAD_INSTALL = _plain(
     def test_nothing():
         pass
     """,
-    {"requirements.txt": "./vendor/not-there\n"},
+    {  # a package whose build fails: every fallback step installs the package, so none can install this one
+        "setup.py": "raise RuntimeError('vendor/not-there is missing: this package does not build')\n",
+        "requirements.txt": "./vendor/not-there\n",
+    },
 )
 
 

@@ -24,8 +24,9 @@ code of it runs), verifies against the index's sha256 and unpacks safely into th
 the pin as immutable. The sdist's tree is installed and tested like a checkout (an sdist without its tests
 traces nothing).
 
-Default install: pytest, the package with its test extra when the repository is a package, and its
-test requirements files (`tracers.install.default_install_args`). Globs are matched against paths
+Default install (tracers/install.py): pytest, the package (editable) and the test requirements its CI would
+install (dependency groups, test extra, requirements files, tox, hatch, nox), with fallback steps when they
+cannot be resolved and repairs of the modules collection finds missing. Globs are matched against paths
 relative to the repository root: `**/` spans directories, `*` stays within one, and a pattern that
 matches a directory covers everything under it. conftest.py and test modules never count as the
 repository's code. Any manifest error (missing file, bad TOML, unknown key, wrong type, both or neither

@@ -117,7 +117,7 @@ def install(tmp_path, sandbox, files: dict[str, str]):
     run_dir.mkdir()
     rows = []
     spec = RepoSpec("hostile", str(repo), "main", install_timeout_s=240)
-    env_dir = install_repo(
+    installed = install_repo(
         spec,
         str(repo),
         str(run_dir),
@@ -126,7 +126,7 @@ def install(tmp_path, sandbox, files: dict[str, str]):
         StageCounters("install"),
         lambda *row: rows.append(row),
     )
-    return env_dir, rows
+    return (installed and installed.env_dir), rows
 
 
 def test_a_hostile_setup_py_reaches_nothing_but_the_index(tmp_path, listeners, backend):

@@ -1,25 +1,78 @@
-"""Install a repository in the sandbox: a fresh venv, the worktree read-only, a copy to build in.
+"""Install a repository in the sandbox: a fresh venv, the worktree read-only, a copy to build in (`env/src`).
 
 The sandbox has no network of its own; pip reaches the package index, and nothing else, through the host's
 index proxy (pipeline/sandbox/index_proxy.py) on a unix socket bound into it. A refused connection (a
 build reaching for another host) is an `InstallNetworkRefused` failure row of the repository.
+
+What the install did (tracers/install.py: which test requirements it read, which fallback step installed, the
+editable or regular package, the missing modules it repaired after collection) comes back in install.json's
+`how`, untrusted: `read_how` checks every type and size and gives an `InstallHow`. A fallback or a repair that
+was needed is a failure row of its own (`InstallFallback`, `MissingModuleInstalled`, `MissingModuleUnresolved`)
+while the repository's traces still come; an install that fails is one `InstallFailed` or `InstallTimeout` row.
 """
 
 import os
+import re
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 
 from pipeline.sandbox import Bind, SandboxLimits
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts, upstream_proxy
 from pipeline.sandbox.tracers import tracers_bind
-from pipeline.stages.repos.requests import base_env, last_lines, read_json, write_request
+from pipeline.stages.repos.requests import base_env, read_json, write_request
+from tracers.install import MAX_ROUNDS, error_summary
+from tracers.install_repair import MAX_MISSING
 
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+MARGIN_S = 30.0  # of install_timeout_s, kept for the venv, the result file and the sandbox's own start and end
 
 
-def is_package(worktree: str) -> bool:
-    return any(os.path.isfile(os.path.join(worktree, name)) for name in ("pyproject.toml", "setup.py", "setup.cfg"))
+@dataclass(frozen=True)
+class Attempt:
+    """One pip run of the install's steps: which step, with the package editable or not, and why it failed."""
+
+    step: str
+    editable: bool | None
+    ok: bool
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One round of repairs after collection: what collection reported missing (modules; plugin options like
+    `--cov`; `ini:` keys), the distributions installed for it, and what stayed missing."""
+
+    round: int
+    modules: tuple[str, ...]
+    installed: tuple[str, ...]
+    unresolved: tuple[str, ...]
+    ok: bool
+
+
+@dataclass(frozen=True)
+class InstallHow:
+    """How the install went: the test requirement sources read (labels like `tox:testenv`, in install order),
+    the step that installed (`all`, `without:<labels>`, `relaxed`, `minimal`; `manifest` for a manifest
+    `install`), whether the package is an editable install (None: not a package), every pip attempt, the repair
+    rounds, the tests collected at the end (None: unknown), and notes on what the reader skipped."""
+
+    sources: tuple[str, ...]
+    step: str
+    editable: bool | None
+    attempts: tuple[Attempt, ...]
+    repairs: tuple[Repair, ...]
+    collected: int | None
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A repository installed: `env_dir` holds `venv/` and `src/` (the copy the install built in)."""
+
+    env_dir: str
+    how: InstallHow
 
 
 def open_up(path: str) -> None:
@@ -36,20 +89,21 @@ def open_up(path: str) -> None:
                 pass
 
 
-def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> str | None:
+def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> Installed | None:
+    """Install the repository at `worktree` into `run_dir/env` (rows through `fail`); None when it failed."""
     counter.n_in = 1
     with counter.timed():
         env_dir = os.path.join(run_dir, "env")
         os.makedirs(env_dir)
-        src = None
-        if spec.install is not None or is_package(worktree):
-            src = os.path.join(env_dir, "src")  # builds write into the source tree: give them a copy
-            shutil.copytree(worktree, src, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-            open_up(src)
+        src = os.path.join(env_dir, "src")  # builds write into the source tree: give them a copy, package or not
+        shutil.copytree(worktree, src, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        open_up(src)
         request = {
             "venv": os.path.join(env_dir, "venv"),
-            "src": src or worktree,
+            "src": src,
             "commands": list(spec.install) if spec.install is not None else None,
+            "test_args": list(spec.test),
+            "budget_s": spec.install_timeout_s - min(MARGIN_S, spec.install_timeout_s / 10),
             "pip_cache": pip_cache,
             "result": os.path.join(env_dir, "install.json"),
         }
@@ -95,11 +149,19 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
             f"({', '.join(sorted(f'{host}:{port}' for host, port in proxy.allowed))}) is reachable "
             f"(refused); set TRACEGEN_INDEX_HOSTS if that host serves the index's files",
         )
-    if report is not None and report.get("ok") is True:
+    how, invalid = None, None
+    if isinstance(report, dict) and report.get("ok") is True:
+        try:
+            how = read_how(report.get("how"))
+        except ValueError as error:
+            invalid = str(error)
+    if how is not None:
         counter.n_out = 1
-        return env_dir
+        report_how(spec, how, fail)
+        return Installed(env_dir, how)
     stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
-    if outcome.cause is not None and "wall-clock" in outcome.cause:
+    timed_out = isinstance(report, dict) and report.get("timed_out") is True
+    if (outcome.cause is not None and "wall-clock" in outcome.cause) or timed_out:
         counter.drop("InstallTimeout")
         fail(
             "install",
@@ -109,15 +171,13 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
             stderr,
         )
         return None
-    step = failed_step(report)
+    step = None if invalid else failed_step(report)
     if step is None:
         counter.drop("InstallFailed")
-        fail(
-            "install",
-            "InstallFailed",
-            f"repository {spec.name!r}: the install sandbox failed ({outcome.describe()})",
-            stderr,
+        why = (
+            f"its report is malformed ({invalid})" if invalid else f"the install sandbox failed ({outcome.describe()})"
         )
+        fail("install", "InstallFailed", f"repository {spec.name!r}: {why}", stderr)
         return None
     counter.drop("InstallFailed")
     output = str(step.get("output", ""))
@@ -125,7 +185,7 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
         "install",
         "InstallFailed",
         f"repository {spec.name!r}: install step `{str(step.get('command'))[:300]}` "
-        f"exited with {step.get('returncode')}: {last_lines(output, 4)}; fix the "
+        f"exited with {step.get('returncode')}: {error_summary(output)}; fix the "
         f"repository's requirements or set `install` in the manifest",
         output[-4000:],
     )
@@ -137,3 +197,126 @@ def failed_step(report) -> dict | None:
         return None
     failed = [step for step in report["steps"] if isinstance(step, dict) and step.get("returncode") != 0]
     return failed[-1] if failed else None
+
+
+def report_how(spec, how: InstallHow, fail) -> None:
+    """A failure row for each fallback or repair the install needed (its traces still come)."""
+    name = f"repository {spec.name!r}"
+    failed = [attempt for attempt in how.attempts if not attempt.ok]
+    if how.step not in ("all", "manifest") and failed:
+        done = STEP_TEXT.get(how.step) or f"without {how.step.removeprefix('without:')}"
+        fail(
+            "install",
+            "InstallFallback",
+            f"{name}: installing pytest, the package and its test requirements ({', '.join(how.sources)}) "
+            f"failed at step {failed[0].step!r}: {failed[0].error}; installed {done}",
+        )
+    editable = [attempt for attempt in failed if attempt.editable]
+    if how.editable is False and editable:
+        fail(
+            "install",
+            "InstallFallback",
+            f"{name}: the editable install of the package failed ({editable[-1].error}); installed it as a "
+            f"regular package, so its tests import it from site-packages rather than env/src",
+        )
+    for repair in how.repairs:
+        found = f"{name}: collection (repair round {repair.round}) reported missing"
+        if repair.installed:
+            fail(
+                "install",
+                "MissingModuleInstalled",
+                f"{found} {', '.join(repair.modules)}; installed {', '.join(repair.installed)}",
+            )
+        if repair.unresolved:
+            fail(
+                "install",
+                "MissingModuleUnresolved",
+                f"{found} {', '.join(repair.unresolved)}, and no distribution on the index provides it (or its name "
+                f"is ambiguous or the repository's own): tests that import it are not collected",
+            )
+
+
+STEP_TEXT = {
+    "relaxed": "with every test requirement relaxed to its bare name (no version pins)",
+    "minimal": "with pytest and the package only: its declared test requirements are not installed",
+}
+
+
+# -- install.json's `how`, untrusted ---------------------------------------------------------------------------
+def _string(limit: int):
+    def check(value, what):
+        if not isinstance(value, str) or len(value) > limit:
+            raise ValueError(f"{what} must be a string of at most {limit} characters")
+        return value
+
+    return check
+
+
+def _boolean(value, what):
+    if not isinstance(value, bool):
+        raise ValueError(f"{what} must be true or false")
+    return value
+
+
+def _count(low: int, high: int):
+    def check(value, what):
+        if type(value) is not int or not low <= value <= high:
+            raise ValueError(f"{what} must be an integer from {low} to {high}")
+        return value
+
+    return check
+
+
+def _optional(check):
+    return lambda value, what: None if value is None else check(value, what)
+
+
+def _items(check, limit: int):
+    def items(value, what):
+        if not isinstance(value, list) or len(value) > limit:
+            raise ValueError(f"{what} must be a list of at most {limit} items")
+        return tuple(check(item, f"{what}[{index}]") for index, item in enumerate(value))
+
+    return items
+
+
+def _record(kind, fields: dict):
+    def record(value, what):
+        if not isinstance(value, dict) or set(value) != set(fields):
+            raise ValueError(f"{what} must be an object with exactly the keys {', '.join(fields)}")
+        return kind(**{key: check(value[key], f"{what}.{key}") for key, check in fields.items()})
+
+    return record
+
+
+def _step(value, what):
+    if not isinstance(value, str) or not re.fullmatch(r"all|relaxed|minimal|manifest|without:.{1,2000}", value):
+        raise ValueError(f"{what} must be all, without:<sources>, relaxed, minimal or manifest")
+    return value
+
+
+LABEL = _string(300)
+_ATTEMPT = {"step": _step, "editable": _optional(_boolean), "ok": _boolean, "error": _optional(_string(1000))}
+_MODULES = _items(_string(200), MAX_MISSING)
+_REPAIR = {
+    "round": _count(1, MAX_ROUNDS),
+    "modules": _MODULES,
+    "installed": _MODULES,
+    "unresolved": _MODULES,
+    "ok": _boolean,
+}
+_HOW = {
+    "sources": _items(LABEL, 64),
+    "step": _step,
+    "editable": _optional(_boolean),
+    "attempts": _items(_record(Attempt, _ATTEMPT), 32),
+    "repairs": _items(_record(Repair, _REPAIR), MAX_ROUNDS),
+    "collected": _optional(_count(0, 10**9)),
+    "notes": _items(LABEL, 20),
+}
+_READ_HOW = _record(InstallHow, _HOW)
+
+
+def read_how(value) -> InstallHow:
+    """install.json's `how` as an InstallHow; ValueError naming the first field that is wrong."""
+    return _READ_HOW(value, "how")

@@ -3,6 +3,7 @@
 from collections import Counter
 
 from pipeline.sources.repos import RepoSpec
+from pipeline.stages.repos.install import InstallHow
 from pipeline.stages.repos.stream import ParsedStream
 
 TOP_FAILURES = 5
@@ -12,20 +13,21 @@ def repo_run_row(
     spec: RepoSpec,
     unit_id: str,
     commit: str | None,
-    how: dict | None,
+    how: InstallHow | None,
     traced: ParsedStream | None,
     baseline: dict[str, str | None] | None,
     tests_traced: int | None,
     n_traces: int,
     failures: list[dict],
 ) -> dict:
-    """`how`: the install's report (None: no install worked); `traced`: the traced run's stream (None: the
+    """`how`: how the install went (None: no install worked); `traced`: the traced run's stream (None: the
     suite never ran); `baseline`: each test's untraced outcome (None: no parity run)."""
-    how = how or {}
     repaired = [
-        f"{module}={distribution}"
-        for repair in how.get("repairs", [])
-        for module, distribution in zip(repair.get("modules", []), repair.get("installed", []), strict=False)
+        module
+        for repair in (how.repairs if how else ())
+        if repair.ok
+        for module in repair.modules
+        if module not in repair.unresolved
     ]
     by_type = Counter(row["error_type"] for row in failures)
     return {
@@ -33,9 +35,9 @@ def repo_run_row(
         "name": spec.name,
         "source": f"sdist:{spec.sdist}" if spec.sdist else spec.url,
         "commit": commit,
-        "install_step": None if not how else ("manifest" if spec.install is not None else how.get("step")),
-        "install_sources": list(how.get("sources", [])),
-        "editable": how.get("editable"),
+        "install_step": how.step if how else None,
+        "install_sources": list(how.sources if how else ()),
+        "editable": how.editable if how else None,
         "repaired_modules": repaired,
         "tests_collected": (traced.collected or {}).get("count") if traced is not None else None,
         "tests_passed_untraced": None if baseline is None else sum(o == "passed" for o in baseline.values()),

@@ -93,10 +93,11 @@ def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counter
     fail.commit = checkout.commit
     run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
     try:
-        env_dir = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
-        if env_dir is None:
+        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        if installed is None:
             return
-        summary["how"] = {"step": "all"}
+        env_dir = installed.env_dir
+        summary["how"] = installed.how
         baseline = None
         if settings.parity:
             untraced = StageCounters("untraced")

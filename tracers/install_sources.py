@@ -1,0 +1,672 @@
+"""Where a repository declares its test requirements, read as its CI would. Pure functions, standard library only.
+
+`read_sources(src, is_package)` reads these sources, in this order (SOURCE_KINDS; one source per kind, except
+requirements files: one per file):
+
+1. `dependency-groups`: PEP 735 `[dependency-groups]` of pyproject.toml, the first group of TEST_NAMES
+   (`test`, `tests`, `testing`), else `dev`; `{include-group = "..."}` entries are expanded, and a cycle, an
+   unknown group or a non-list refuses the group (a note says why).
+2. `extra`: `[project.optional-dependencies]` of pyproject.toml, else `[options.extras_require]` of setup.cfg,
+   the same names: installed as the package's extra (`pip install -e src[test]`).
+3. `requirements`: requirements files matching REQUIREMENT_PATTERNS (`requirements.txt` too when the repository
+   is not a package), at most MAX_FILES.
+4. `tox`: `deps` of the test env of tox.ini (else `legacy_tox_ini` of pyproject.toml, else setup.cfg's
+   `[tox:tox]`): the first env of `envlist` that is not a lint/docs/type-check env (TOX_NOT_TESTS), one matching
+   this Python's `pyXY` preferred; its `[testenv:NAME]` deps, else `[testenv]`'s. `{toxinidir}` is the
+   repository, `{[section]key}` is substituted, a `factors: requirement` line is kept when its factors match the
+   env's (and this Python's `pyXY`), a line with any other `{...}` is skipped.
+5. `hatch`: `dependencies` and `extra-dependencies` of the first of HATCH_ENVS in `[tool.hatch.envs]` (strings
+   only; `default`'s dependencies when the env has none of its own).
+6. `nox`: string literals of `session.install(...)` calls in the first test session of noxfile.py, read with
+   `ast` — the noxfile is never run.
+
+Each source is pip requirement-file lines: requirements, `-e` paths and `-c` constraint files. `-r` files are
+inlined (inside the repository only, MAX_DEPTH deep); other options (indexes, hashes) are dropped, since the
+index is the host's. A line that names the repository itself (`-e .`, `.[test]`, `{toxinidir}`, the project's
+own name) is not a requirement: its extras are added to the package's.
+
+Nothing here raises for what a repository holds: a file past MAX_FILE_BYTES, bad TOML or INI, a noxfile that does
+not parse, values of the wrong type are skipped, with a note.
+"""
+
+import ast
+import configparser
+import glob
+import os
+import re
+import sys
+
+TEST_NAMES = ("test", "tests", "testing")
+FALLBACK_NAME = "dev"
+SOURCE_KINDS = ("dependency-groups", "extra", "requirements", "tox", "hatch", "nox")
+REQUIREMENT_PATTERNS = (
+    "requirements*test*.txt",
+    "requirements*dev*.txt",
+    "test*requirements*.txt",
+    "dev*requirements*.txt",
+    "requirements/*test*.txt",
+    "requirements/dev*.txt",
+    "tests/requirements*.txt",
+    "test/requirements*.txt",
+)
+HATCH_ENVS = ("hatch-test", "test", "tests", "testing", "default")
+TOX_NOT_TESTS = frozenset(
+    "lint linters flake8 pylint ruff black isort format fmt style pep8 codestyle mypy pyright typing types type "
+    "typecheck docs doc docs-linkcheck linkcheck spell spelling readme manifest packaging package build release "
+    "publish upload clean report coverage-report coverage_report bandit security safety precommit pre-commit "
+    "check checks bump changelog dev devenv".split()
+)
+MAX_FILE_BYTES = 1 << 20
+MAX_FILES = 8
+MAX_DEPTH = 5
+MAX_LINES = 500
+MAX_LINE_CHARS = 1000
+MAX_NOTES = 20
+
+NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+REQUIREMENT = re.compile(r"\s*(%s)\s*(\[[^\]]*\])?\s*(.*)$" % NAME.pattern, re.S)
+ENVIRONMENT_MARKERS = frozenset(
+    "python_version python_full_version sys_platform platform_system platform_machine platform_release "
+    "platform_version platform_python_implementation implementation_name implementation_version os_name "
+    "os.name sys.platform platform.version platform.machine platform.python_implementation".split()
+)
+MARKER_WORDS = frozenset(("and", "or", "not", "in"))
+
+
+class Source:
+    """One place the repository declares test requirements: `label` names it (`tox:testenv`), `lines` are pip
+    requirement-file lines, `extras` the package's own extras it asks for."""
+
+    def __init__(self, kind, name, lines=(), extras=()):
+        self.kind, self.label = kind, "%s:%s" % (kind, name)
+        self.lines, self.extras = list(lines), sorted(set(extras))
+
+    def names(self):
+        """The normalized project names this source requires."""
+        found = set()
+        for line in self.lines:
+            match = None if line.startswith("-") else REQUIREMENT.match(line)
+            if match:
+                found.add(normalize(match.group(1)))
+        return found
+
+    def __repr__(self):
+        return "Source(%r, lines=%r, extras=%r)" % (self.label, self.lines, self.extras)
+
+
+class Reader:
+    """Reads one repository's sources; `notes` says what was skipped and why."""
+
+    def __init__(self, src, is_package=True, python=None):
+        self.src, self.is_package = os.path.realpath(src), is_package
+        self.python = python or sys.version_info[:2]
+        self.notes = []
+        self.pyproject = self.load_toml("pyproject.toml")
+        self.setup_cfg = self.load_ini("setup.cfg")
+        self.project = normalize(self.project_name() or "")
+
+    # -- reading files, never raising -------------------------------------------------------------------------
+    def note(self, text):
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(str(text)[:300])
+
+    def inside(self, path):
+        """The real path of `path` (relative to the repository) when it is a regular file inside it, else None."""
+        full = os.path.realpath(os.path.join(self.src, path))
+        if (full == self.src or full.startswith(self.src + os.sep)) and os.path.isfile(full):
+            return full
+        return None
+
+    def read_text(self, path):
+        full = self.inside(path)
+        if full is None:
+            return None
+        try:
+            if os.path.getsize(full) > MAX_FILE_BYTES:
+                self.note("%s: larger than %d bytes, not read" % (os.path.relpath(full, self.src), MAX_FILE_BYTES))
+                return None
+            with open(full, "rb") as handle:
+                return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", "replace")
+        except OSError as error:
+            self.note("%s: %s" % (path, error))
+            return None
+
+    def load_toml(self, path):
+        text = self.read_text(path)
+        if text is None:
+            return {}
+        try:
+            import tomllib
+
+            return tomllib.loads(text)
+        except Exception as error:  # TOMLDecodeError, RecursionError on deep nesting
+            self.note("%s: not read (%s)" % (path, type(error).__name__))
+            return {}
+
+    def load_ini(self, path, text=None):
+        text = self.read_text(path) if text is None else text
+        if text is None:
+            return None
+        parser = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
+        parser.optionxform = str
+        try:
+            parser.read_string(text, source=path)
+        except Exception as error:
+            self.note("%s: not read (%s)" % (path, type(error).__name__))
+            return None
+        return parser
+
+    def table(self, *keys):
+        """pyproject.toml's value at `keys`, when it is a table; else {}."""
+        value = self.pyproject
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, dict) else {}
+
+    def project_name(self):
+        name = self.table("project").get("name")
+        if isinstance(name, str):
+            return name
+        if self.setup_cfg is not None and self.setup_cfg.has_option("metadata", "name"):
+            return self.setup_cfg.get("metadata", "name")
+        return setup_py_name(self.read_text("setup.py"))
+
+    # -- the sources, in SOURCE_KINDS order ---------------------------------------------------------------------
+    def sources(self):
+        found = []
+        for kind in SOURCE_KINDS:
+            try:
+                found += getattr(self, "read_" + kind.replace("-", "_"))()
+            except Exception as error:  # a reader's own bug must never stop the install
+                self.note("%s: not read (%s: %s)" % (kind, type(error).__name__, error))
+        return found
+
+    def read_dependency_groups(self):
+        groups = self.pyproject.get("dependency-groups")
+        if not isinstance(groups, dict):
+            return []
+        names = {normalize(key): key for key in groups if isinstance(key, str)}
+        name = first_test_name(names)
+        if name is None:
+            return []
+        try:
+            requirements = dependency_group(groups, name)
+        except ValueError as error:
+            self.note("dependency-groups:%s: %s" % (name, error))
+            return []
+        return [self.source("dependency-groups", name, requirements)]
+
+    def read_extra(self):
+        extras, where = self.table("project").get("optional-dependencies"), "pyproject.toml"
+        if not isinstance(extras, dict) and self.setup_cfg is not None:
+            section = "options.extras_require"
+            if self.setup_cfg.has_section(section):
+                extras = {key: value.splitlines() for key, value in self.setup_cfg.items(section)}
+                where = "setup.cfg"
+        if not isinstance(extras, dict) or not self.is_package:
+            return []
+        name = first_test_name({normalize(key): key for key in extras if isinstance(key, str)})
+        if name is None:
+            return []
+        source = Source("extra", name, extras=[name])
+        try:
+            source.lines = [line for line in extra_requirements(extras, name, self.project) if line]
+        except ValueError as error:
+            self.note("extra:%s (%s): %s" % (name, where, error))
+        return [source]
+
+    def read_requirements(self):
+        patterns = ([] if self.is_package else ["requirements.txt"]) + list(REQUIREMENT_PATTERNS)
+        seen, found = set(), []
+        for pattern in patterns:
+            for path in sorted(glob.glob(pattern, root_dir=self.src)):
+                full = self.inside(path)
+                if full is None or full in seen:
+                    continue
+                seen.add(full)
+                if len(found) == MAX_FILES:
+                    self.note("requirements: more than %d files, %s and later not read" % (MAX_FILES, path))
+                    return found
+                text = self.read_text(path)
+                if text is not None:
+                    found.append(self.source("requirements", path, self.requirement_file(text, full, 0)))
+        return found
+
+    def read_tox(self):
+        parser, main = self.load_ini("tox.ini"), "tox"
+        legacy = self.table("tool", "tox").get("legacy_tox_ini")
+        if parser is None and isinstance(legacy, str):
+            parser = self.load_ini("pyproject.toml", legacy)
+        if parser is None and self.setup_cfg is not None and self.setup_cfg.has_section("tox:tox"):
+            parser, main = self.setup_cfg, "tox:tox"
+        if parser is None:
+            return []
+        env = tox_test_env(parser, main, self.python)
+        if env is None:
+            return []
+        section, text = tox_deps(parser, env)
+        if section is None:
+            return []
+        lines = tox_lines(text, tox_factors(env, self.python), self.src)
+        return [self.source("tox", section, self.requirement_lines(lines, self.src, 0))]
+
+    def read_hatch(self):
+        envs = self.table("tool", "hatch", "envs")
+        name = next((name for name in HATCH_ENVS if isinstance(envs.get(name), dict)), None)
+        if name is None:
+            return []
+        env = envs[name]
+        own = env.get("dependencies")
+        default = envs.get("default") if isinstance(envs.get("default"), dict) else {}
+        inherits = name not in ("default", "hatch-test") and env.get("template", "default") == "default"
+        if own is None and inherits:
+            own = default.get("dependencies")
+        requirements = strings(own) + strings(env.get("extra-dependencies"))
+        requirements = [line for line in requirements if "{" not in line]
+        return [self.source("hatch", name, requirements)] if requirements else []
+
+    def read_nox(self):
+        text = self.read_text("noxfile.py")
+        if text is None:
+            return []
+        try:
+            tree = ast.parse(text, "noxfile.py")
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            self.note("noxfile.py: not parsed (%s)" % type(error).__name__)
+            return []
+        session = nox_test_session(tree)
+        if session is None:
+            return []
+        name, args = session
+        return [self.source("nox", name, self.requirement_lines(nox_lines(args), self.src, 0))]
+
+    # -- requirement lines ------------------------------------------------------------------------------------
+    def source(self, kind, name, lines):
+        """A source of pip lines: lines naming the repository itself become the package's extras."""
+        source = Source(kind, name)
+        extras = set()
+        for line in lines[:MAX_LINES]:
+            own = self.own_extras(line)
+            if own is not None:
+                extras.update(own)
+            else:
+                source.lines.append(line)
+        source.extras = sorted(extras)
+        return source
+
+    def own_extras(self, line):
+        """The extras a line asks of the repository's own package (a set, maybe empty), or None when the line
+        is about something else."""
+        text = line[2:].strip() if line.startswith("-e") else line
+        if line.startswith("-") and not line.startswith("-e"):
+            return None
+        path, extras = split_extras(text)
+        if path.startswith("file:"):
+            path = re.sub(r"^file:(//)?", "", path)
+        if path.startswith((".", "/", "~")):
+            full = os.path.realpath(os.path.join(self.src, os.path.expanduser(path)))
+            return set(extras) if full == self.src else None
+        match = REQUIREMENT.match(text)
+        if match and self.project and normalize(match.group(1)) == self.project and "@" not in match.group(3):
+            return set(split_extras(match.group(1) + (match.group(2) or ""))[1])
+        return None
+
+    def requirement_file(self, text, path, depth):
+        return self.requirement_lines(logical_lines(text), os.path.dirname(path), depth)
+
+    def requirement_lines(self, lines, base, depth):
+        """pip requirement-file `lines` (relative paths from `base`) as this module's source lines: `-r` inlined,
+        `-c` made absolute, other options and hashes dropped."""
+        out = []
+        for line in lines:
+            option, value = split_option(line)
+            if option in ("-r", "--requirement"):
+                nested = self.inside(os.path.join(base, value)) if value else None
+                if nested is None or depth >= MAX_DEPTH:
+                    self.note("-r %s: not inside the repository or too deep, skipped" % value)
+                    continue
+                text = self.read_text(nested)
+                out += self.requirement_file(text, nested, depth + 1) if text is not None else []
+            elif option in ("-c", "--constraint"):
+                constraint = self.inside(os.path.join(base, value)) if value else None
+                out += ["-c " + constraint] if constraint else []
+            elif option in ("-e", "--editable"):
+                out += ["-e " + value] if value else []
+            elif option is None:
+                requirement = re.sub(r"\s--hash[= ]\S+", "", " " + line).strip()
+                out += [requirement] if requirement else []
+            if len(out) >= MAX_LINES:
+                self.note("more than %d requirement lines, the rest skipped" % MAX_LINES)
+                return out[:MAX_LINES]
+        return [line[:MAX_LINE_CHARS] for line in out]
+
+
+def read_sources(src, is_package=True, python=None):
+    """(the repository's sources in SOURCE_KINDS order, notes on what was skipped)."""
+    reader = Reader(src, is_package, python)
+    return reader.sources(), reader.notes
+
+
+# -- names, groups, extras ------------------------------------------------------------------------------------
+def normalize(name):
+    """PEP 503 / 685 normalized name."""
+    return re.sub(r"[-_.]+", "-", str(name)).lower()
+
+
+def first_test_name(names):
+    """The key of `names` ({normalized: original}) to install: the first of TEST_NAMES, else FALLBACK_NAME."""
+    for name in TEST_NAMES + (FALLBACK_NAME,):
+        if name in names:
+            return names[name]
+    return None
+
+
+def strings(value):
+    return [item.strip() for item in value if isinstance(item, str) and item.strip()] if isinstance(value, list) else []
+
+
+def dependency_group(groups, name):
+    """PEP 735: the requirement strings of group `name`, `{include-group = ...}` expanded; ValueError for a
+    cycle, an unknown group, a group that is not a list, or more than MAX_LINES requirements."""
+    table = {normalize(key): value for key, value in groups.items() if isinstance(key, str)}
+    done = {}
+
+    def expand(group, trail):
+        if group in trail:
+            raise ValueError("include-group cycle %s" % " -> ".join(trail + [group]))
+        if group in done:
+            return done[group]
+        if group not in table or not isinstance(table[group], list):
+            raise ValueError("group %r is %s" % (group, "not a list" if group in table else "not defined"))
+        if len(trail) > MAX_DEPTH * 4:
+            raise ValueError("include-group nesting deeper than %d" % (MAX_DEPTH * 4))
+        out = []
+        for item in table[group]:
+            if isinstance(item, str):
+                out.append(item.strip())
+            elif isinstance(item, dict) and list(item) == ["include-group"] and isinstance(item["include-group"], str):
+                out += expand(normalize(item["include-group"]), trail + [group])
+            if len(out) > MAX_LINES:
+                raise ValueError("more than %d requirements" % MAX_LINES)
+        done[group] = out
+        return out
+
+    return [line for line in expand(normalize(name), []) if line]
+
+
+def extra_requirements(extras, name, project):
+    """The requirement strings of extra `name`; one that names the project itself (`pkg[other]`) is replaced by
+    that extra's requirements. ValueError for a cycle or more than MAX_LINES requirements."""
+    table = {normalize(key): strings(value) for key, value in extras.items() if isinstance(key, str)}
+    out, seen, queue = [], set(), [normalize(name)]
+    while queue:
+        extra = queue.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for line in table.get(extra, []):
+            match = REQUIREMENT.match(line)
+            if match and project and normalize(match.group(1)) == project:
+                queue += [normalize(other) for other in split_extras(match.group(1) + (match.group(2) or ""))[1]]
+            else:
+                out.append(line)
+        if len(out) > MAX_LINES:
+            raise ValueError("more than %d requirements" % MAX_LINES)
+    return out
+
+
+def setup_py_name(text):
+    """`name="..."` of setup.py's `setup(...)` call when it is a string literal."""
+    if not text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup":
+            for keyword in node.keywords:
+                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                    return keyword.value.value if isinstance(keyword.value.value, str) else None
+    return None
+
+
+def split_extras(text):
+    """("path-or-name", [extras]) of `thing[a,b]`."""
+    match = re.match(r"^(.*?)\[([^\]]*)\]\s*$", text.strip())
+    if not match:
+        return text.strip(), []
+    return match.group(1).strip(), [extra.strip() for extra in match.group(2).split(",") if extra.strip()]
+
+
+# -- requirement-file lines ----------------------------------------------------------------------------------
+def logical_lines(text):
+    """pip requirement-file lines: continuations joined, comments and blank lines dropped."""
+    joined = re.sub(r"\\\r?\n", "", text)
+    out = []
+    for line in joined.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def split_option(line):
+    """(option, value) of an option line (`-r file`, `--requirement=file`, `-rfile`), or (None, line)."""
+    if not line.startswith("-"):
+        return None, line
+    match = re.match(r"^(--[A-Za-z-]+)(?:[= ]\s*(.*))?$", line) or re.match(r"^(-[A-Za-z])\s*(.*)$", line)
+    if not match:
+        return line, ""
+    return match.group(1), (match.group(2) or "").strip()
+
+
+# -- tox ------------------------------------------------------------------------------------------------------
+def expand_braces(text):
+    """tox's generative names: `py{38,39}-django` -> [py38-django, py39-django] (bounded)."""
+    match = re.search(r"\{([^{}]*)\}", text)
+    if not match:
+        return [text]
+    out = []
+    for part in match.group(1).split(","):
+        out += expand_braces(text[: match.start()] + part.strip() + text[match.end() :])
+        if len(out) > 256:
+            break
+    return out[:256]
+
+
+def tox_envs(value):
+    """The env names of an `envlist` value (commas or newlines, braces expanded)."""
+    names, depth, current = [], 0, ""
+    for char in value:
+        if char in ",\n" and depth == 0:
+            names.append(current)
+            current = ""
+            continue
+        depth += (char == "{") - (char == "}")
+        current += char
+    names.append(current)
+    out = []
+    for name in names:
+        out += [env.strip() for env in expand_braces(name.strip()) if env.strip()]
+    return out
+
+
+def python_factor(python):
+    return "py%d%d" % tuple(python[:2])
+
+
+def is_test_env(name):
+    return not any(factor.lower() in TOX_NOT_TESTS for factor in re.split(r"[-_]", name))
+
+
+def tox_test_env(parser, main="tox", python=(3, 11)):
+    """The env to read: the first test env of envlist (one with this Python's factor preferred), else
+    `testenv` when there is a [testenv] section; None when neither."""
+    value = ""
+    for key in ("envlist", "env_list"):
+        if parser.has_option(main, key):
+            value = parser.get(main, key)
+    envs = [env for env in tox_envs(value) if is_test_env(env)]
+    mine = [env for env in envs if python_factor(python) in env.split("-")]
+    if mine or envs:
+        return (mine or envs)[0]
+    sections = [name[len("testenv:") :] for name in parser.sections() if name.startswith("testenv:")]
+    tests = [name for name in sections if is_test_env(name) and "{" not in name]
+    if parser.has_section("testenv"):
+        return "testenv"
+    return tests[0] if tests else None
+
+
+def tox_deps(parser, env):
+    """(section label, deps text) of `env`: its own section (generative section names expanded), else
+    [testenv]; (None, "") when neither has deps."""
+    for section in parser.sections():
+        if section.startswith("testenv:") and env in expand_braces(section[len("testenv:") :]):
+            if parser.has_option(section, "deps"):
+                return "testenv:" + env, substitute(parser, parser.get(section, "deps"))
+    if parser.has_option("testenv", "deps"):
+        return "testenv", substitute(parser, parser.get("testenv", "deps"))
+    return None, ""
+
+
+def substitute(parser, text, depth=0):
+    """`{[section]key}` references replaced by their values (3 levels)."""
+
+    def value(match):
+        section, key = match.group(1), match.group(2)
+        if depth < 3 and parser.has_option(section, key):
+            return substitute(parser, parser.get(section, key), depth + 1)
+        return ""
+
+    return re.sub(r"\{\[([^\]]+)\]([^}]+)\}", value, text)[: MAX_FILE_BYTES // 4]
+
+
+def tox_factors(env, python):
+    factors = set(env.split("-"))
+    if env == "testenv" or not any(re.fullmatch(r"py\d*|pypy\d*", factor) for factor in factors):
+        factors.add(python_factor(python))
+    return factors
+
+
+def factors_match(condition, factors):
+    """tox: `a,b` means either, `a-b` both, `!a` not a."""
+    for alternative in expand_braces(condition):
+        for option in alternative.split(","):
+            parts = [part.strip() for part in option.split("-") if part.strip()]
+            if parts and all(
+                (part[1:] not in factors) if part.startswith("!") else (part in factors) for part in parts
+            ):
+                return True
+    return False
+
+
+def tox_lines(text, factors, toxinidir):
+    """The deps lines that apply to an env with `factors`, `{toxinidir}` substituted; others with `{...}` skipped."""
+    out = []
+    for line in logical_lines(text):
+        match = re.match(r"^([A-Za-z0-9_.!{},-]+)\s*:\s*(.*)$", line)
+        if match and not match.group(2).startswith("//"):
+            if not factors_match(match.group(1), factors):
+                continue
+            line = match.group(2).strip()
+        line = line.replace("{toxinidir}", toxinidir)
+        if line and "{" not in line:
+            out.append(line)
+    return out
+
+
+# -- nox ------------------------------------------------------------------------------------------------------
+def nox_test_session(tree):
+    """(name, [install argument lists]) of the first test session of a noxfile's syntax tree, or None."""
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+            continue
+        name = session_name(node)
+        if name is None or not any(word in name.lower() for word in ("test", "pytest", "unit")):
+            continue
+        param = node.args.args[0].arg
+        calls = []
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "install"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == param
+            ):
+                calls.append([arg.value for arg in call.args if isinstance(arg, ast.Constant)])
+        return name, calls
+    return None
+
+
+def session_name(node):
+    """The session name of a function decorated with `nox.session` / `session` (its `name=` if a literal)."""
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        dotted = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+        if dotted != "session":
+            continue
+        for keyword in decorator.keywords if isinstance(decorator, ast.Call) else []:
+            if (
+                keyword.arg == "name"
+                and isinstance(keyword.value, ast.Constant)
+                and isinstance(keyword.value.value, str)
+            ):
+                return keyword.value.value
+        return node.name
+    return None
+
+
+def nox_lines(calls):
+    """pip lines of `session.install` argument lists: `-r X`, `-c X`, `-e X` pairs kept, other options dropped."""
+    out = []
+    for args in calls:
+        args = [arg for arg in args if isinstance(arg, str)]
+        index = 0
+        while index < len(args):
+            arg = args[index].strip()
+            if arg in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable") and index + 1 < len(args):
+                out.append("%s %s" % (arg, args[index + 1].strip()))
+                index += 2
+                continue
+            if arg and (not arg.startswith("-") or split_option(arg)[0] in ("-r", "-c", "-e")):
+                out.append(arg)
+            index += 1
+    return out
+
+
+# -- relaxing ---------------------------------------------------------------------------------------------------
+def relax(line):
+    """A requirement line relaxed to its bare name: `name[extras]`, with its marker kept when the marker uses
+    environment variables only (pip evaluates it: a requirement excluded for this Python stays excluded) and
+    dropped otherwise (`extra == ...`); None for lines with no name (options, paths, URLs, `-e`)."""
+    if line.startswith("-"):
+        return None
+    match = REQUIREMENT.match(line)
+    if not match or line.startswith((".", "/", "~")) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", line):
+        return None
+    name, extras, rest = match.group(1), match.group(2) or "", match.group(3)
+    if rest and not re.match(r"^(@|;|[<>=!~(]|$)", rest):  # `name:` / `name word`: not a requirement
+        return None
+    marker = rest.split(";", 1)[1].strip() if ";" in rest else ""
+    if rest.startswith("@"):
+        marker = re.split(r"\s;", rest, maxsplit=1)[1].strip() if re.search(r"\s;", rest) else ""
+    return name + extras + ("; " + marker if marker and environment_only(marker) else "")
+
+
+def environment_only(marker):
+    """Whether every name in a PEP 508 marker is an environment variable (not `extra`)."""
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", re.sub(r"'[^']*'|\"[^\"]*\"", "", marker))
+    return bool(words) and all(word in ENVIRONMENT_MARKERS or word in MARKER_WORDS for word in words)
+
+
+def relaxed_lines(sources):
+    """Every requirement of `sources` relaxed (`relax`), each once, in order."""
+    out = []
+    for source in sources:
+        for line in source.lines:
+            bare = relax(line)
+            if bare and bare not in out:
+                out.append(bare)
+    return out
