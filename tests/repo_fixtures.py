@@ -238,34 +238,48 @@ SUITE_HANGS = _plain(
 
 
 def socket_conftest(port: int) -> dict[str, str]:
-    """A conftest that connects to a server on the host's loopback when it is imported."""
+    """A conftest that, when it is imported, connects to a server on the host's loopback (the sandbox's own
+    loopback has none) and to a non-loopback address (the guard refuses it before any packet)."""
     return _plain(
         SIMPLE_LIB,
         """
         from lib.code import double
 
         def test_double():
-            assert double(1) == 2
+            assert double(11) == 22  # a value no other repository of the job traces: its trace is its own
         """,
         {
             "tests/conftest.py": f"""
             import socket
 
-            socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+            for address in (("127.0.0.1", {port}), ("192.0.2.1", 9)):
+                try:
+                    socket.create_connection(address, timeout=2).close()
+                except OSError:
+                    pass
             """
         },
     )
 
 
+# A write into the repository lands in the run's own copy (and no run sees an earlier run's); one into the
+# venv is refused.
 WRITE_OUTSIDE = _plain(
     SIMPLE_LIB,
     """
     import os
+    import sys
 
     from lib.code import double
 
     def test_writes_into_the_repository():
-        with open(os.path.join(os.path.dirname(__file__), "written.txt"), "w") as handle:
+        target = os.path.join(os.path.dirname(__file__), "written.txt")
+        assert not os.path.exists(target)  # the untraced run wrote it too, in its own copy
+        with open(target, "w") as handle:
+            handle.write("only in this run's copy")
+
+    def test_writes_into_the_venv():
+        with open(os.path.join(sys.prefix, "written.txt"), "w") as handle:
             handle.write("should not be here")
 
     def test_tmp_path_is_fine(tmp_path):
@@ -500,4 +514,278 @@ TRACER_AWARE = _plain(
         assert double(3) == 6
         assert sys.gettrace() is None
     """,
+)
+
+
+# -- suites that run as their own CI runs them (tests/stages/test_suites_run_as_their_ci_runs_them.py) -----
+def _package(name: str, pytest_options: str, files: dict[str, str]) -> dict[str, str]:
+    """A setuptools package `name` (src layout when its files are under src/) with `files` and the pytest
+    options `pytest_options` in its pyproject.toml."""
+    if any(path.startswith("src/") for path in files):
+        layout = '[tool.setuptools.packages.find]\nwhere = ["src"]\n'
+    else:
+        layout = f'[tool.setuptools]\npackages = ["{name}"]\n'
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n{layout}\n[tool.pytest.ini_options]\n{pytest_options}\n'
+    )
+    return {"pyproject.toml": pyproject, **files}
+
+
+# Class 5 and 6: a src-layout package whose version module exists only once it is built (as setuptools-scm's
+# `write_to` does), and tests that write where they stand: beside themselves, in their cwd, a link.
+WRITES_WHERE_IT_STANDS = _package(
+    "genpkg",
+    'testpaths = ["tests"]',
+    {
+        "src/genpkg/__init__.py": """
+            from genpkg._version import version
+            from genpkg.core import config_path, read_setting
+            """,
+        "src/genpkg/core.py": """
+            import os
+
+
+            def config_path(base):
+                return os.path.join(base, "local.cfg")
+
+
+            def read_setting(path):
+                with open(path) as handle:
+                    return handle.read().strip()
+            """,
+        "tests/test_writes.py": """
+            import json
+            import os
+
+            from genpkg import config_path, read_setting, version
+
+
+            def test_the_generated_version_imports():
+                assert version == "1.2.3"
+
+
+            def test_a_config_file_beside_the_tests():
+                path = config_path(os.path.dirname(__file__))
+                assert not os.path.exists(path)  # no earlier run's file
+                with open(path, "w") as handle:
+                    handle.write("fast\\n")
+                assert read_setting(path) == "fast"
+
+
+            def test_benchmarks_in_the_cwd():
+                assert os.path.isfile("pyproject.toml")  # pytest runs at the repository's root
+                os.makedirs(".benchmarks/run", exist_ok=False)
+                with open(".benchmarks/run/0001.json", "w") as handle:
+                    json.dump({"ok": True}, handle)
+
+
+            def test_a_symlink_fixture():
+                os.symlink("src", "linked-src")
+                assert os.path.isfile(os.path.join("linked-src", "genpkg", "core.py"))
+            """,
+        "setup.py": """
+            import os
+
+            from setuptools import setup
+            from setuptools.command.build_py import build_py
+
+
+            class WriteVersion(build_py):
+                def run(self):
+                    with open(os.path.join("src", "genpkg", "_version.py"), "w") as handle:
+                        handle.write('version = "1.2.3"\\n')
+                    super().run()
+
+
+            setup(cmdclass={"build_py": WriteVersion})
+            """,
+    },
+)
+
+# Class 7: tests that serve on the sandbox's own loopback.
+LOOPBACK = _plain(
+    """
+    import socket
+
+
+    def roundtrip(host, port, payload):
+        with socket.create_connection((host, port), timeout=5) as client:
+            client.sendall(payload)
+            client.shutdown(socket.SHUT_WR)
+            reply = b""
+            while True:
+                chunk = client.recv(1024)
+                if not chunk:
+                    return reply
+                reply += chunk
+
+
+    def send_datagram(host, port, payload):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            return sender.sendto(payload, (host, port))
+
+
+    def pair_roundtrip(payload):
+        left, right = socket.socketpair()
+        with left, right:
+            left.sendall(payload)
+            return right.recv(1024)
+    """,
+    """
+    import socket
+    import threading
+
+    from lib.code import pair_roundtrip, roundtrip, send_datagram
+
+
+    def echo_once(server):
+        connection, _ = server.accept()
+        with connection:
+            data = b""
+            while True:
+                chunk = connection.recv(1024)
+                if not chunk:
+                    break
+                data += chunk
+            connection.sendall(data)
+
+
+    def test_echo_server_on_loopback():
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            thread = threading.Thread(target=echo_once, args=(server,), daemon=True)
+            thread.start()
+            assert roundtrip("127.0.0.1", server.getsockname()[1], b"ping") == b"ping"
+            thread.join(5)
+
+
+    def test_datagram_on_loopback():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
+            receiver.bind(("127.0.0.1", 0))
+            assert send_datagram("127.0.0.1", receiver.getsockname()[1], b"dgram") == 5
+            assert receiver.recv(64) == b"dgram"
+
+
+    def test_socketpair():
+        assert pair_roundtrip(b"pair") == b"pair"
+    """,
+)
+
+
+def _stops_early(files: dict[str, str]) -> dict[str, str]:
+    """Good test modules around one that fails to import and one with a failing test."""
+    return {
+        **files,
+        "tests/test_a.py": "from stopper.code import double\n\ndef test_a1():\n    assert double(1) == 2\n\n"
+        "def test_a2():\n    assert double(2) == 4\n",
+        "tests/test_b_broken.py": "import not_installed_anywhere\n\ndef test_b():\n    pass\n",
+        "tests/test_c.py": "from stopper.code import double\n\ndef test_c_fails():\n    assert double(3) == 7\n\n"
+        "def test_c_after():\n    assert double(4) == 8\n",
+        "tests/test_d.py": "from stopper.code import double\n\ndef test_d():\n    assert double(5) == 10\n",
+    }
+
+
+# Class 4: the repository's own options stop the run at the first collection error or failure.
+STOPS_EARLY = _stops_early(
+    _package(
+        "stopper", 'addopts = "-x"\ntestpaths = ["tests"]', {"stopper/__init__.py": "", "stopper/code.py": SIMPLE_LIB}
+    )
+)
+STOPS_EARLY_OTHERWISE = _stops_early(
+    {
+        "pytest.ini": "[pytest]\naddopts = --maxfail=1 --sw --lf --pdb\ntestpaths = tests\n",
+        "stopper/__init__.py": "",
+        "stopper/code.py": SIMPLE_LIB,
+    }
+)
+
+# Class 8: doctests (doctest's runner saves sys.gettrace() and restores it with sys.settrace).
+DOCTESTS = _package(
+    "docpkg",
+    'addopts = "--doctest-modules"\ntestpaths = ["docpkg", "tests"]',
+    {
+        "docpkg/__init__.py": "",
+        "docpkg/text.py": '''
+            def shout(word):
+                """The word in capitals, with a mark.
+
+                >>> shout("hi")
+                'HI!'
+                """
+                return word.upper() + "!"
+
+
+            def words(sentence):
+                """
+                >>> [shout(word) for word in words("a b")]
+                ['A!', 'B!']
+                """
+                return sentence.split()
+            ''',
+        "tests/test_text.py": "from docpkg.text import shout\n\ndef test_shout():\n    assert shout('yo') == 'YO!'\n",
+    },
+)
+
+# Class 10: tests that time themselves. `slow_sum(SLOW_N)` takes a few ms untraced and far more than
+# Hypothesis's default deadline of 200 ms traced.
+SLOW_N = 300_000
+TIMED = _plain(
+    """
+    def slow_sum(n):
+        total = 0
+        for i in range(n):
+            total += i % 7
+        return total
+    """,
+    f"""
+    import time
+    from datetime import timedelta
+
+    from hypothesis import given, settings, strategies as st
+
+    from lib.code import slow_sum
+
+    N = {SLOW_N}
+
+
+    @given(st.integers(0, 1000))
+    def test_inherits_the_suite_profile(k):
+        assert slow_sum(N + k) >= 0
+
+
+    @settings(max_examples=3)
+    @given(st.integers(0, 1000))
+    def test_own_settings_inherit_the_deadline(k):
+        assert slow_sum(N + k) >= 0
+
+
+    @settings(max_examples=2, deadline=timedelta(milliseconds=100))
+    @given(st.integers(0, 1000))
+    def test_own_deadline(k):
+        assert slow_sum(N + k) >= 0
+
+
+    def test_own_timeout():
+        start = time.perf_counter()
+        slow_sum(N)
+        if time.perf_counter() - start > 0.15:
+            raise TimeoutError("slow_sum took too long")
+
+
+    def test_own_duration_assertion():
+        start = time.perf_counter()
+        slow_sum(N)
+        assert time.perf_counter() - start < 0.15
+    """,
+    {
+        "requirements-test.txt": "hypothesis\n",
+        "tests/conftest.py": """
+        from hypothesis import settings
+
+        settings.register_profile("suite", max_examples=4)
+        settings.load_profile("suite")
+        """,
+    },
 )

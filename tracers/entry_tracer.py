@@ -7,7 +7,7 @@ or in frames it called. The host cuts each entry's events out of the stream
 (`pipeline.stages.repos.cut`); `tracers.pytest_plugin` documents the stream and starts and stops the
 tracer per test.
 
-What counts as the repository's code: files under the worktree (or its install copy) whose relative
+What counts as the repository's code: files under the run's tree (its copy of the installed tree) whose relative
 path matches an `include` glob and no `exclude` glob; conftest.py and test modules (`test_*.py`,
 `*_test.py`) never count: test functions are callers, not entries. Entries are plain functions and
 methods; generator and coroutine functions, lambdas and comprehensions are traced only inside

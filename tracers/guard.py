@@ -1,8 +1,14 @@
 """Guard a traced test run from inside, so that one bad test costs only itself.
 
 A watchdog aborts a test past `test_timeout_s` and one that floods its output; an audit hook refuses
-(and reports) writes outside the scratch directory, /tmp and /dev, and network connections, and reports
-the suite's own calls of `sys.settrace` during a test (they turn the tracer off);
+(and reports) writes outside the scratch directory, the run's copy of the repository (`worktree`), /tmp and
+/dev, and into the request's read-only paths (the venv, the tracers: binds that may live under /tmp), and
+network connections: all of them, or, with `loopback` in the request (the sandbox has a network namespace of
+its own), all but those to 127.0.0.0/8, ::1, the unspecified address and `localhost`. It reports the suite's
+`sys.settrace` calls made while the tracer's hook is not installed: the suite turned it off earlier in the
+test and puts another hook (or the tracer's, saved) back. A call made while the tracer's hook is installed
+is not reported here: a suite that saves and restores the hook (doctest's `DocTestRunner.run` does) leaves it
+as it was, and one that replaces it is caught by the end-of-test check (tracers/pytest_plugin.py);
 `os.fork` is capped per test and refused in forked children (a fork bomb is reported and its
 processes killed). The sandbox enforces the same limits from outside; these guards make them visible
 as violations and keep the suite going. A suite can still disable this watchdog (it runs in the suite's
@@ -13,6 +19,7 @@ import errno
 import os
 import pathlib
 import signal
+import socket
 import sys
 import threading
 import time
@@ -66,25 +73,75 @@ def _plain_path(path):
     return None
 
 
+def _plain(value):
+    """A str, bytes or int as its exact type (the program's own subclasses are not called), else None."""
+    kind = type(value)
+    if issubclass(kind, str):
+        return str.__str__(value)
+    if issubclass(kind, bytes):
+        return bytes.__getitem__(value, slice(None))
+    if issubclass(kind, bytearray):
+        return bytes(bytearray.__getitem__(value, slice(None)))
+    if issubclass(kind, int):
+        return int.__index__(value)
+    return None
+
+
+def _host(address):
+    """An internet address's host as a str, else None."""
+    host = _plain(tuple.__getitem__(address, 0)) if tuple.__len__(address) else None
+    if type(host) is bytes:
+        return host.decode("ascii", "replace")
+    return host if type(host) is str else None
+
+
+def _loopback(address):
+    """Whether a connection to `address` (a socket address tuple) stays on this host's loopback: 127.0.0.0/8,
+    ::1, the unspecified address (Linux connects it to the host itself), an IPv4-mapped one of those, or
+    `localhost`."""
+    host = _host(address)
+    if host is None:
+        return False
+    host = host.split("%", 1)[0]  # an IPv6 scope
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        packed = socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
+    except (OSError, ValueError):
+        return False
+    if len(packed) == 16:
+        if packed[:15] == bytes(15) and packed[15] in (0, 1):
+            return True
+        if packed[:12] != bytes(10) + b"\xff\xff":
+            return False
+        packed = packed[12:]
+    return packed[0] == 127 or packed == bytes(4)
+
+
+def _shown(address):
+    """The address's first two items as text for a violation."""
+    items = [_plain(tuple.__getitem__(address, index)) for index in range(min(2, tuple.__len__(address)))]
+    return "(%s)" % ", ".join(map(repr, items))
+
+
 class Guard:
     """Per-test limits enforced from inside the test process (see the module docstring)."""
 
     def __init__(self, sink, tracer, request, log_fd):
         self.sink = sink
         self.tracer = tracer
-        self.writable = tuple(
-            os.path.join(os.path.realpath(path), "") for path in [request["scratch"], "/tmp", "/dev"]
-        ) + ("/proc/self/",)
-        # Read-only binds may live under /tmp too (the sandbox's /tmp is private, its binds are not).
-        read_only = [request["worktree"], os.path.dirname(request.get("venv") or "")] + list(
-            request.get("extra_roots") or []
+        writable = [request["scratch"], request["worktree"]]
+        self.writable = tuple(os.path.join(os.path.realpath(path), "") for path in writable + ["/tmp", "/dev"]) + (
+            "/proc/self/",
         )
-        scratch = os.path.join(os.path.realpath(request["scratch"]), "")
+        # Read-only binds may live under /tmp too (the sandbox's /tmp is private, its binds are not).
+        inside = [os.path.join(os.path.realpath(path), "") for path in writable]
         self.read_only = tuple(
             os.path.join(os.path.realpath(path), "")
-            for path in read_only
-            if path and not scratch.startswith(os.path.join(os.path.realpath(path), ""))
+            for path in [request.get("venv") or ""] + list(request.get("read_only") or [])
+            if path and not any(root.startswith(os.path.join(os.path.realpath(path), "")) for root in inside)
         )
+        self.loopback = bool(request.get("loopback"))
         self.test_timeout_s = float(request["test_timeout_s"])
         self.max_log_bytes = int(request["max_log_bytes"])
         self.max_forks = int(request["max_forks_per_test"])
@@ -218,22 +275,25 @@ class Guard:
                     self._check_path(args[position], event)
             elif event in ("socket.connect", "socket.sendto"):
                 address = args[1] if len(args) > 1 else None
-                if isinstance(address, tuple):
-                    self.violation("network", "%s to %r" % (event, address[:2]))
+                if issubclass(type(address), tuple) and not (self.loopback and _loopback(address)):
+                    shown = _shown(address)
+                    self.violation("network", "%s to %s" % (event, shown))
                     raise ConnectionRefusedError(
                         errno.ECONNREFUSED,
-                        "tracegen: network access is off while tests are traced (%s %r)" % (event, address[:2]),
+                        "tracegen: network access is off while tests are traced (%s %s)" % (event, shown),
                     )
             elif event == "os.fork":
                 self._check_fork()
             elif event == "sys.settrace":
+                tracer = self.tracer
                 if (
-                    self.tracer.uses_settrace
-                    and self.tracer.tracing
-                    and not self.tracer.switching
+                    tracer.uses_settrace
+                    and tracer.tracing
+                    and not tracer.switching
                     and threading.get_ident() == self.main_thread
+                    and not tracer.intact()  # the hook installed before this call, not the one it sets
                 ):
-                    self.tracer_disabled("the suite called sys.settrace during the test")
+                    self.tracer_disabled("the suite called sys.settrace after it had turned the tracer off")
         finally:
             self._busy = False
 

@@ -25,6 +25,14 @@ changed), or a run in which `sys.settrace` or `threading.settrace` was replaced 
 at the tracer's tools was refused), gets a `tracer_disabled` / `tracer_patched` violation.
 When the events fill the output budget (Sink), the test in flight still ends with its `test_end` and the
 session stops after it (`end.stopped`): the host runs the tests left in a fresh sandbox with a fresh budget.
+
+The suite runs as its own CI runs it, except where that would stop it early or fail it only because tracing
+is slow, in the untraced parity run and the traced run alike (so their outcomes still compare):
+`pytest_configure` turns stepwise (`--sw`, `--sw-skip`, `--sw-reset`) and the debugger (`--pdb`, `--trace`:
+it would read a closed stdin and quit the session) off; once collection is done, when the suite has imported
+Hypothesis, its settings are relaxed (`relax_hypothesis`): no deadline and no `too_slow` health check, as a
+profile derived from the suite's current one and on each collected test, whose settings were fixed when it
+was decorated. A deadline a test set itself (one that is no registered profile's) stays.
 Standard library only; pytest is not imported (the hooks are plain methods).
 """
 
@@ -43,6 +51,9 @@ MESSAGE_CHARS = 2000
 # the modules themselves (sys.modules) show what the suite replaced.
 _HOOKS = (("sys", "settrace", sys.settrace), ("threading", "settrace", threading.settrace))
 _dumps = json_writer(",", ":")
+# Options of the repository's that would end the run early (config.option names).
+STOPPERS = ("stepwise", "stepwise_skip", "stepwise_reset", "usepdb", "trace")
+HYPOTHESIS_PROFILE = "tracegen-untimed"
 
 
 class Sink:
@@ -141,6 +152,11 @@ class TracePlugin:
             self._patched_reported = True
             self.guard.violation("tracer_patched", "the suite replaced %s" % " and ".join(replaced))
 
+    def pytest_configure(self, config):
+        for name in STOPPERS:
+            if getattr(config.option, name, False):
+                setattr(config.option, name, False)
+
     def pytest_collection_modifyitems(self, session, config, items):
         if self.deselect:
             kept = [item for item in items if item.nodeid not in self.deselect]
@@ -202,6 +218,7 @@ class TracePlugin:
         self.session = session
 
     def pytest_collection_finish(self, session):
+        relax_hypothesis(session.items)
         seconds = round(time.monotonic() - self.started, 3)
         self.sink.obj(type="collected", count=len(session.items), seconds=seconds)
         self.sink.flush()
@@ -226,6 +243,44 @@ class TracePlugin:
             entries=self.tracer.n_entries,
         )
         self.sink.flush()
+
+
+def relax_hypothesis(items):
+    """When the suite has imported Hypothesis: load a profile derived from its current default without a
+    deadline and with the `too_slow` health check suppressed, and give each collected test the same change
+    (`@given` fixed its settings at import). A test's deadline is lifted when it is some registered profile's
+    (the test inherited it); one the test set itself stays. Whatever goes wrong ends the relaxing there,
+    silently."""
+    hypothesis = sys.modules.get("hypothesis")
+    if hypothesis is None:
+        return
+    try:
+        settings, too_slow = hypothesis.settings, hypothesis.HealthCheck.too_slow
+        current = settings.default
+        profiles = getattr(settings, "_profiles", None) or {}
+        inherited = {profile.deadline for profile in profiles.values()} | {current.deadline}
+        untimed = {"deadline": None, "suppress_health_check": _with(current.suppress_health_check, too_slow)}
+        settings.register_profile(HYPOTHESIS_PROFILE, parent=current, **untimed)
+        settings.load_profile(HYPOTHESIS_PROFILE)
+        for item in items:
+            test = getattr(item, "obj", None)
+            test = getattr(test, "__func__", test)
+            own = getattr(test, "_hypothesis_internal_use_settings", None)
+            if not isinstance(own, settings):
+                continue
+            changes = {}
+            if own.deadline is not None and own.deadline in inherited:
+                changes["deadline"] = None
+            if too_slow not in own.suppress_health_check:
+                changes["suppress_health_check"] = _with(own.suppress_health_check, too_slow)
+            if changes:
+                test._hypothesis_internal_use_settings = settings(parent=own, **changes)
+    except Exception:
+        return
+
+
+def _with(values, value):
+    return list(values) + ([value] if value not in values else [])
 
 
 def header(sink, budgets, backend=SETTRACE):

@@ -5,7 +5,8 @@ supervisor of `tracers.watchdog`: it runs `pytest REQUEST FD` as its child and e
 overruns its budget. `pytest` runs pytest with `tracers.pytest_plugin` (progress lines to FD), skips the
 request's `deselect` node ids (tests an earlier run already ran), traces with the request's
 `tracer_backend` (`auto`: sys.monitoring where the venv's Python has it, tracers/entry_monitoring.py; else
-settrace), and writes the stream to
+settrace), with its cwd and rootdir the request's `worktree` (the run's own writable copy of the installed
+tree, `<repo>` in rendered values), and writes the stream to
 `SCRATCH/out/trace.jsonl`; pytest's own output goes to `SCRATCH/out/pytest.log`. The run is guarded
 from inside by `tracers.guard` as well. Standard library only.
 """
@@ -31,10 +32,17 @@ OUTPUT_RESERVE_SHARE = 8  # 1/8 of the output budget is kept for test boundaries
 
 
 def _pytest_args(request):
+    """The request's test arguments, then ours, which come after the repository's `addopts` and so win:
+    collection errors never stop the run and no failure count does (`--maxfail=0`, after a `-x`, `--exitfirst`
+    or `--maxfail=N` of the repository's; 0 is no limit); pytest's cache is the scratch directory's, empty
+    each run, so `--lf`, `--ff`, `--nf` and `--sw` are known options (a disabled cache provider would make them
+    usage errors) and `--lf` runs everything. `TracePlugin.pytest_configure` turns stepwise and the debugger
+    off."""
     import importlib.util
 
     args = list(request.get("test_args") or [])
-    args += ["-p", "no:cacheprovider", "-s", "-q", "--continue-on-collection-errors", "--rootdir", request["worktree"]]
+    args += ["-s", "-q", "--continue-on-collection-errors", "--maxfail=0", "--rootdir", request["worktree"]]
+    args += ["-o", "cache_dir=" + os.path.join(request["scratch"], "pytest-cache")]
     if importlib.util.find_spec("pytest_cov") is not None:
         args.append("--no-cov")
     if importlib.util.find_spec("xdist") is not None:
@@ -61,9 +69,8 @@ def trace(request, progress_fd):
     backend = resolve_backend(request.get("tracer_backend"))  # the venv's interpreter decides `auto`
     header(sink, budgets, backend)
     sink.flush()
-    roots = [request["worktree"]] + [root for root in request.get("extra_roots", []) if root]
+    roots = [request["worktree"]]
     replacements = [(request["worktree"], "<repo>"), (scratch, "<scratch>")]
-    replacements += [(root, "<repo>") for root in request.get("extra_roots", [])]
     replacements += [(request["venv"], "<venv>")] if request.get("venv") else []
     traced = not request.get("untraced")  # untraced: the tracer is never started, and claims no sys.monitoring tool
     tracer = (MonitoringEntryTracer if backend == MONITORING and traced else EntryTracer)(

@@ -83,6 +83,9 @@ class Sandbox(ABC):
     # The command's stdout/stderr are files it could open by path until the backend seals them (docker: after
     # its first stderr write); a command told so (TRACEGEN_SEAL_STREAMS) waits for that before running others' code.
     seals_streams: ClassVar[bool] = False
+    # The command has a network namespace of its own, loopback only: a connection to 127.0.0.1 or ::1 inside it
+    # reaches nothing outside, so a test's own server on loopback harms no one.
+    private_network: ClassVar[bool] = False
 
     @property
     def python(self) -> str:

@@ -77,6 +77,7 @@ def traversable_parents(path: str) -> list[str]:
 class BwrapSandbox(CommandSandbox):
     name = "bwrap"
     scratch = "/tmp"
+    private_network = True  # --unshare-net: a namespace with its own loopback
 
     def __post_init__(self):
         if shutil.which("bwrap") is None:

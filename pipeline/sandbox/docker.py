@@ -64,6 +64,7 @@ class DockerSandbox(Sandbox):
     name = "docker"
     scratch = "/tmp"
     seals_streams = True
+    private_network = True  # network_mode="none": a namespace with its own loopback
 
     def __post_init__(self):
         if self.interpreter is not None:

@@ -45,11 +45,11 @@ FAILING_REPOS = (
 
 @pytest.fixture(scope="module")
 def listener():
-    """A TCP server on the host's loopback: the traced conftest must not reach it."""
+    """A TCP server on the host's loopback: the traced conftest must not reach it (the sandbox has its own)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    yield server.getsockname()[1]
+    yield server
     server.close()
 
 
@@ -68,7 +68,7 @@ def repos(tmp_path_factory, listener) -> dict:
         ("failing", fixtures.FAILING),
         ("hang", fixtures.HANG),
         ("suite-hangs", fixtures.SUITE_HANGS),
-        ("socket", fixtures.socket_conftest(listener)),
+        ("socket", fixtures.socket_conftest(listener.getsockname()[1])),
         ("write", fixtures.WRITE_OUTSIDE),
         ("fork-bomb", fixtures.FORK_BOMB),
         ("flood", fixtures.FLOOD),
@@ -203,7 +203,7 @@ def test_every_failing_repository_has_its_failure_rows(job):
         "failing": ("trace", "TestsFailed", "tests/test_lib.py::test_fails"),
         "hang": ("trace", "TestTimeout", "tests/test_lib.py::test_hangs"),
         "suite-hangs": ("trace", "TraceTimeout", "wall-clock limit of 6s exceeded"),
-        "socket": ("trace", "NetworkAccess", "127.0.0.1"),
+        "socket": ("trace", "NetworkAccess", "('192.0.2.1', 9)"),
         "write": ("trace", "WriteOutsideScratch", "written.txt"),
         "fork-bomb": ("trace", "ForkBomb", "tests/test_lib.py::test_fork_bomb"),
         "flood": ("trace", "OutputFlood", "tests/test_lib.py::test_flood"),
@@ -238,10 +238,24 @@ def test_a_hung_call_is_kept_as_a_cut_trace(job):
 
 
 def test_the_write_outside_scratch_never_landed(job, repos):
+    """A write into the repository lands in the run's own copy (no later run sees it: the traced run's test
+    found no file the untraced run wrote); one into the venv is refused."""
     path, _ = repos["write"]
     assert not (path / "tests" / "written.txt").exists()
     worktrees = Path(job["cache"], "git", "worktrees")
     assert not list(worktrees.rglob("written.txt"))
+    rows = {row["error_type"]: row["message"] for row in failures_of(job, "write")}
+    assert sorted(rows) == ["TestsFailed", "WriteOutsideScratch"], rows
+    assert "tests/test_lib.py::test_writes_into_the_venv: tried to write outside" in rows["WriteOutsideScratch"]
+    assert "/venv/written.txt" in rows["WriteOutsideScratch"]
+    assert "1 of 3 tests failed" in rows["TestsFailed"] and "test_writes_into_the_venv" in rows["TestsFailed"]
+
+
+def test_the_host_s_loopback_is_out_of_the_sandbox_s_reach(job, listener):
+    assert [row["error_type"] for row in failures_of(job, "socket")] == ["NetworkAccess"]
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # the conftest's connection to it went to the sandbox's own loopback
 
 
 def test_every_repository_has_its_yield_row(job, repos):

@@ -1,8 +1,19 @@
-"""Run a repository's test suite under the tracer in the sandbox (network off) and parse its stream."""
+"""Run a repository's test suite under the tracer in the sandbox (loopback only) and parse its stream.
+
+The suite runs against the tree the install built in, as its own CI would run it there: after the install,
+`env/src` is kept once as `env/built`, and before every sandboxed run of the suite (the parity run, the
+traced run, each restart) `env/src` is made anew from it and bound writable. pytest runs with its cwd and
+`--rootdir` there and PYTHONPATH `env/src/src` (when there is one) then `env/src`; what a suite writes where
+it stands (a config file beside its tests, `.benchmarks/`, `.hypothesis/`) lands in that run's copy alone,
+never in the host's checkout, and no run sees an earlier one's writes. The venv, the tracers and the request
+stay read-only. Loopback connections are allowed where the sandbox has a network namespace of its own
+(`Sandbox.private_network`); every other connection is refused.
+"""
 
 import json
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -12,6 +23,7 @@ from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
 from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
 from pipeline.sources.repos import RepoSpec
+from pipeline.stages.repos.install import open_up
 from pipeline.stages.repos.requests import base_env, write_request
 from pipeline.stages.repos.stream import ParsedStream, parse_repo_stream
 from pipeline.stages.trace_functions import ReprLimits, check_tracer_backend_name
@@ -49,14 +61,18 @@ class RepoTraceSettings:
             )
 
 
-def trace_request(spec: RepoSpec, worktree: str, env_dir: str, scratch: str, settings: RepoTraceSettings) -> dict:
-    """The request `tracers.repo_runner trace` reads."""
-    src = os.path.join(env_dir, "src")
+def trace_request(
+    spec: RepoSpec, tree: str, env_dir: str, scratch: str, settings: RepoTraceSettings, read_only=(), loopback=False
+) -> dict:
+    """The request `tracers.repo_runner trace` reads: `worktree` is the run's writable copy of the installed
+    tree (`tree`), `read_only` the sandbox's read-only binds (the guard refuses writes there even under /tmp),
+    `loopback` whether connections to the loopback addresses are allowed."""
     return {
-        "worktree": worktree,
+        "worktree": tree,
         "scratch": scratch,
         "venv": os.path.join(env_dir, "venv"),
-        "extra_roots": [src] if os.path.isdir(src) else [],
+        "read_only": list(read_only),
+        "loopback": loopback,
         "include": list(spec.include),
         "exclude": list(spec.exclude),
         "test_args": list(spec.test),
@@ -73,6 +89,71 @@ def trace_request(spec: RepoSpec, worktree: str, env_dir: str, scratch: str, set
         "limits": settings.reprs.request(),
         "tracer_backend": settings.tracer_backend,
     }
+
+
+def keep_built_tree(worktree: str, env_dir: str) -> str:
+    """`env/built`: the tree the install built in (`env/src`), moved aside once; every run starts from a copy.
+
+    The install ran untrusted code with `env/` writable: an `env/src` or `env/venv` that is a link, not a
+    directory, is removed (the host would follow it where the sandbox would not)."""
+    built = os.path.join(env_dir, "built")
+    if not os.path.isdir(built):
+        src = os.path.join(env_dir, "src")
+        for path in (src, os.path.join(env_dir, "venv")):
+            if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
+                os.unlink(path)
+        if not os.path.isdir(src):
+            copy_worktree(worktree, src)
+        os.rename(src, built)
+    return built
+
+
+def copy_worktree(worktree: str, src: str) -> None:
+    """The worktree without `.git` at `src`, when the install left no `env/src` (the installer always copies it
+    there, but the install runs the repository's own code, which may remove it)."""
+    shutil.copytree(worktree, src, symlinks=True, ignore=plain_files_only(".git"))
+
+
+def fresh_tree(env_dir: str) -> str:
+    """`env/src` made anew from `env/built`, writable by whichever uid the sandbox runs as: one run's tree."""
+    src = os.path.join(env_dir, "src")
+    remove_tree(src)
+    shutil.copytree(os.path.join(env_dir, "built"), src, symlinks=True, ignore=plain_files_only())
+    open_up(src)
+    return src
+
+
+def plain_files_only(*names: str):
+    """A copytree `ignore`: `names`, and whatever is neither a file, a directory nor a link (a fifo a sandbox
+    left would block the copy)."""
+
+    def ignore(parent: str, entries: list[str]) -> set[str]:
+        skipped = set(names) & set(entries)
+        for entry in entries:
+            try:
+                mode = os.lstat(os.path.join(parent, entry)).st_mode
+            except OSError:
+                skipped.add(entry)
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                skipped.add(entry)
+        return skipped
+
+    return ignore
+
+
+def remove_tree(path: str) -> None:
+    """Remove what a sandboxed run left at `path`, directories it made unwritable included; links are not
+    followed."""
+
+    def unlock(function, target, _error):
+        parent = os.path.dirname(target)
+        if not os.path.islink(parent):
+            os.chmod(parent, 0o700)
+        function(target)
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=unlock)
 
 
 class SuiteRun(NamedTuple):
@@ -105,12 +186,13 @@ def run_suite(
     run is in the stream's `interrupted` list. `timeout_s` is what the suite's tests may take in all
     runs together (`RunBudget`)."""
     with counter.timed():
+        keep_built_tree(worktree, env_dir)
         stream = ParsedStream()
         budget = RunBudget(spec.timeout_s)
         for attempt in range(MAX_RESTARTS + 1):
             done = [test.nodeid for test in stream.tests] + [stopped["nodeid"] for stopped in stream.interrupted]
             part, log_tail, outcome = run_attempt(
-                spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, done, budget.wall_s()
+                spec, env_dir, run_dir, sandbox, settings, on_test, untraced, done, budget.wall_s()
             )
             budget.spend(outcome.wall_s, (part.collected or {}).get("seconds", 0.0))
             stopped = interrupted(part, outcome)
@@ -166,16 +248,21 @@ class RunBudget:
         return time.monotonic() - self.started
 
 
-def run_attempt(spec, worktree, env_dir, run_dir, sandbox, settings, on_test, untraced, deselect, wall_s):
-    """One sandboxed run of the suite without the `deselect` tests, within `wall_s`: (its parsed stream, log
-    tail, outcome)."""
+def run_attempt(spec, env_dir, run_dir, sandbox, settings, on_test, untraced, deselect, wall_s):
+    """One sandboxed run of the suite without the `deselect` tests, within `wall_s`, in a fresh copy of the
+    installed tree: (its parsed stream, log tail, outcome)."""
     scratch = os.path.join(run_dir, "scratch")
-    shutil.rmtree(scratch, ignore_errors=True)
+    remove_tree(scratch)
     os.makedirs(scratch)
-    request = dict(trace_request(spec, worktree, env_dir, scratch, settings), untraced=untraced, deselect=deselect)
-    path = write_request(run_dir, "trace.json", request)
+    tree = fresh_tree(env_dir)
     venv = os.path.join(env_dir, "venv")
-    python_path = [TRACERS_PARENT] + [p for p in (os.path.join(worktree, "src"),) if os.path.isdir(p)] + [worktree]
+    read_only = [tracers_bind(), Bind(venv), Bind(os.path.join(run_dir, "control"))]
+    binds = read_only + [Bind(tree, writable=True), Bind(scratch, writable=True)]
+    request = trace_request(
+        spec, tree, env_dir, scratch, settings, [bind.path for bind in read_only], sandbox.private_network
+    )
+    path = write_request(run_dir, "trace.json", dict(request, untraced=untraced, deselect=deselect))
+    python_path = [TRACERS_PARENT] + [p for p in (os.path.join(tree, "src"),) if os.path.isdir(p)] + [tree]
     env = dict(
         base_env(),
         PYTHONPATH=os.pathsep.join(python_path),
@@ -193,13 +280,6 @@ def run_attempt(spec, worktree, env_dir, run_dir, sandbox, settings, on_test, un
         file_bytes=MAX_OUTPUT_BYTES + (64 << 20),
         output_tail_bytes=sandbox.limits.output_tail_bytes,
     )
-    binds = [
-        tracers_bind(),
-        Bind(worktree),
-        Bind(env_dir),
-        Bind(os.path.join(run_dir, "control")),
-        Bind(scratch, writable=True),
-    ]
     outcome = sandbox.run(
         [os.path.join(venv, "bin", "python"), "-s", "-B", "-m", "tracers.repo_runner", "trace", path],
         binds=binds,

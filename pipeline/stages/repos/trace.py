@@ -2,10 +2,12 @@
 
 clone (GitPython cache; for `sdist = "name==version"` the package index's sdist, fetched, verified and unpacked
 by `pipeline.sources.sdist`) → install (sandbox, no network but the package index through the host's index proxy: a
-fresh venv in a writable dir, worktree read-only) → parity (the suite once untraced, in the same sandbox: each
-test's outcome) → trace (sandbox, network off: worktree and venv read-only, a fresh writable scratch dir;
-`tracers.repo_runner trace` runs pytest with `tracers.pytest_plugin`) → cut (host: strict parse of the stream,
-one row per entry, identical traces stored once; a trace whose test ended otherwise untraced is `perturbed`).
+fresh venv in a writable dir, the tree it builds in at `env/src`) → parity (the suite once untraced, in the
+same sandbox: each test's outcome) → trace (sandbox, loopback only: the venv read-only, a fresh writable copy
+of the installed tree and a fresh scratch dir; `tracers.repo_runner trace` runs pytest with
+`tracers.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry, identical traces stored
+once, function source read from the host's checkout; a trace whose test ended otherwise untraced is
+`perturbed`). Each run of the suite gets its own copy of the installed tree (pipeline/stages/repos/run.py).
 
 Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname` (an sdist's commit is
 `sdist-sha256-{hex}`, its `repo_url` the archive's URL), `test_id` = the pytest node id
@@ -19,9 +21,10 @@ traced by two tests is stored once (the first test's id is kept).
 
 Everything else that happens is a failures row, and traces recorded before a problem are kept:
 clone/fetch/ref/checkout errors (for an sdist: SdistNotFound, SdistRejected, SdistUnreachable), a failed
-install, collection errors (e.g. a syntax error), failing tests (traced anyway), tests whose outcome the
-tracer changed, a test past its time budget, an output flood, writes outside the scratch directory, network
-access, a fork bomb, a run killed by the sandbox, malformed tracer output.
+install, collection errors (e.g. a syntax error), failing
+tests (traced anyway), tests whose outcome the tracer changed (timing failures apart), a test past its time
+budget, an output flood, writes outside the scratch directory and the run's tree, network beyond loopback, a
+fork bomb, a run killed by the sandbox, malformed tracer output.
 """
 
 import os
