@@ -1,18 +1,24 @@
 """Fixtures of the loader tests: real datasets made by real jobs — a function-tracing dataset, a Go dataset
-of two bundled programs — and packed datasets made from them by the packing job (session-scoped)."""
+of two bundled programs, a repository dataset of one fixture package — and packed datasets made from them by
+the packing job (session-scoped)."""
 
 import json
+import os
 import shutil
+import tempfile
 
 import pytest
+import repo_fixtures
 from go_helpers import EXAMPLES as GO_EXAMPLES
 from loader_helpers import pack
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.go import GoConfig, GoKind
+from pipeline.kinds.repos import ReposConfig, ReposKind
 from pipeline.stages.go.runs import GoSettings
 from pipeline.stages.trace_functions import TraceSettings
+from pipeline.stages.trajectories import SamplingSettings
 
 GO_PROGRAMS = ("pingpong_unbuffered", "select_schedule_dependent")
 
@@ -40,6 +46,20 @@ def go_dataset(tmp_path_factory, ray_local) -> str:
         shutil.copytree(GO_EXAMPLES / name, programs / name)
     out = str(tmp_path_factory.mktemp("loader-go") / "out")
     run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=4)), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def repos_dataset(tmp_path_factory, ray_local) -> str:
+    """A repository-tracing dataset of one fixture package (`calc`), under bubblewrap."""
+    root = tmp_path_factory.mktemp("loader-repos")
+    repo_fixtures.make_repo(root / "calc", repo_fixtures.CALC)
+    manifest = root / "repos.toml"
+    manifest.write_text(f'[[repo]]\nname = "calc"\nurl = "{root / "calc"}"\nref = "main"\n')
+    pip_cache = os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache")
+    config = ReposConfig(sampling=SamplingSettings(per_trace=1), cache_dir=str(root / "cache"), pip_cache_dir=pip_cache)
+    out = str(root / "out")
+    run_job(ReposKind(), str(manifest), config, out)
     return out
 
 

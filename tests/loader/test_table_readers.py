@@ -24,9 +24,9 @@ def shard_files(dataset: str) -> dict[str, list[str]]:
     }
 
 
-def test_every_table_opens_with_hf_datasets_polars_and_pyarrow(python_dataset, go_dataset, packed):
+def test_every_table_opens_with_hf_datasets_polars_and_pyarrow(python_dataset, go_dataset, packed, repos_dataset):
     found = {}
-    for dataset in (python_dataset, go_dataset, packed):
+    for dataset in (python_dataset, go_dataset, packed, repos_dataset):
         found.update(shard_files(dataset))
     assert set(found) == set(TABLES)
     for name, files in found.items():
