@@ -170,7 +170,7 @@ class EntryCutter:
         self.bad: list[str] = []
         self.seen: set[str] = set()
         self.seconds = 0.0
-        self.tests_traced = 0  # tests with at least one entry cut (stored, or identical to a stored one)
+        self.traced_tests: set[str] = set()  # tests with an entry cut (stored, or identical to a stored one)
 
     def __call__(self, stream: ParsedStream, test: ParsedTest) -> None:
         start = time.perf_counter()
@@ -179,7 +179,6 @@ class EntryCutter:
         perturbed = None
         if self.baseline is not None and self.baseline.get(test.nodeid) is not None and test.outcome is not None:
             perturbed = self.baseline[test.nodeid] != test.outcome
-        traced = False
         for entry in test.entries:
             self.counter.n_in += 1
             try:
@@ -188,9 +187,7 @@ class EntryCutter:
             except TraceFormatError as error:
                 self.bad.append(f"{test.nodeid} {entry['qualname']}: {error}")
                 continue
-            if not traced:
-                traced = True
-                self.tests_traced += 1
+            self.traced_tests.add(test.nodeid)
             code = self.sources.block(entry["path"], entry["firstlineno"])
             trace_id = repo_trace_id(entry["path"], entry["qualname"], code, entry["input"], entry["exit"], events)
             if trace_id in self.seen:

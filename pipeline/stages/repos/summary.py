@@ -16,12 +16,18 @@ def repo_run_row(
     how: InstallHow | None,
     traced: ParsedStream | None,
     baseline: dict[str, str | None] | None,
-    tests_traced: int | None,
+    traced_tests: set[str] | None,
     n_traces: int,
     failures: list[dict],
 ) -> dict:
     """`how`: how the install went (None: no install worked); `traced`: the traced run's stream (None: the
-    suite never ran); `baseline`: each test's untraced outcome (None: no parity run)."""
+    suite never ran); `baseline`: each test's untraced outcome (None: no parity run); `traced_tests`: the tests
+    with an entry cut. A test counts as traced when it also passed untraced (traced, without a parity run), so
+    `tests_traced` ÷ `tests_passed_untraced` is the share of the passing suite that became data."""
+    passed = None
+    if traced is not None:
+        outcomes = baseline if baseline is not None else {t.nodeid: t.outcome for t in traced.tests}
+        passed = {nodeid for nodeid, outcome in outcomes.items() if outcome == "passed"}
     repaired = [
         module
         for repair in (how.repairs if how else ())
@@ -42,7 +48,7 @@ def repo_run_row(
         "tests_collected": (traced.collected or {}).get("count") if traced is not None else None,
         "tests_passed_untraced": None if baseline is None else sum(o == "passed" for o in baseline.values()),
         "tests_passed_traced": None if traced is None else sum(t.outcome == "passed" for t in traced.tests),
-        "tests_traced": tests_traced,
+        "tests_traced": None if passed is None else len(passed & (traced_tests or set())),
         "traces": n_traces,
         "restarts": 0 if traced is None else traced.restarts,
         "top_failures": [

@@ -63,7 +63,7 @@ def trace_repo(
     counters = {stage: StageCounters(stage) for stage in STAGES}
     output = StageOutput({"traces": [], "failures": [], "repo_runs": []}, counters)
     fail = RepoFailures(spec, unit_id, output.tables["failures"])
-    summary = dict(how=None, traced=None, baseline=None, tests_traced=None)
+    summary = dict(how=None, traced=None, baseline=None, traced_tests=None)
     _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary)
     output.tables["repo_runs"] = [
         repo_run_row(
@@ -114,7 +114,7 @@ def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counter
         if baseline is not None:
             report_parity(baseline, run.stream, spec, counters["parity"], fail)
         output.tables["traces"] = cutter.finish(fail)
-        summary.update(traced=run.stream, baseline=baseline, tests_traced=cutter.tests_traced)
+        summary.update(traced=run.stream, baseline=baseline, traced_tests=cutter.traced_tests)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
