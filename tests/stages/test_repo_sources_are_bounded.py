@@ -131,7 +131,7 @@ def test_many_entries_cannot_make_rows_far_larger_than_the_stream(tmp_path, func
     (tmp_path / "lib" / "long.py").write_text(function)
     counter, failures = StageCounters("cut"), []
     spec = RepoSpec(name="inflate", url="file:///inflate", ref="main")
-    checkout = SimpleNamespace(path=str(tmp_path), commit="0" * 40)
+    checkout = SimpleNamespace(path=str(tmp_path), commit="0" * 40, url="")
     per_row = len(function) + len(nodeid)
     cutter = EntryCutter(spec, checkout, RepoTraceSettings(), counter, row_text_budget=10 * per_row)
     stream = parse_repo_stream(entries_stream(200, nodeid), 10_000, on_test=cutter)
