@@ -215,7 +215,10 @@ def decode_repo(data, root, sources=None):
 
     spec = RepoSpec(name="corpus", url="file:///corpus", ref="main")
     cutter = EntryCutter(
-        spec, SimpleNamespace(path=str(root), commit="0" * 40), RepoTraceSettings(), StageCounters("cut")
+        spec,
+        SimpleNamespace(path=str(root), commit="0" * 40, url="file:///corpus"),
+        RepoTraceSettings(),
+        StageCounters("cut"),
     )
     if sources is not None:
         cutter.sources = sources

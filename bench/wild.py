@@ -1,8 +1,9 @@
 """Benchmark: the yield of trace-repos on real repositories — the sdists of popular pure-Python packages that
 ship their tests, traced with the pipeline's defaults, against what a human gets by running their suites.
 
-    .venv/bin/python bench/wild.py [--packages N] [--forms sdist git] [--code DIR] [--scratch DIR]
-                                   [--json OUT] [--record] [--baseline-only]
+    .venv/bin/python bench/wild.py [--packages N] [--only NAME...] [--forms sdist git] [--code DIR]
+                                   [--scratch DIR] [--json OUT] [--record] [--baseline-only]
+    .venv/bin/python bench/wild.py --from-json OUT [--record]
 
 Per package of PACKAGES (pinned `name==version`, first N with --packages), all of it under --scratch:
 1. the sdist, downloaded from the package index by `pipeline.sources.sdist` (this checkout's; no code run);
@@ -25,7 +26,9 @@ Per package of PACKAGES (pinned `name==version`, first N with --packages), all o
    checkout; the sdist form only where `sdist = ...` does.
 
 Reported per package and in total: tests passing in the baseline (P), those of them that call the package
-(C), tests traced (T: distinct `test_id` of `traces` rows that are among the P node ids), T/P and T/C,
+(C), tests traced (T: distinct `test_id` of `traces` rows that are among the P node ids; a test all of whose
+entries repeat an earlier test's traces has no row of its own, so T undercounts the tests the tracer saw:
+`tests_run_traced`, the trace stage's count, and `duplicate_entries` are kept beside it), T/P and T/C,
 repositories with at least one trace, failures by `error_type` (failures table, with an example message),
 wall time of each job, and the peak memory of the Ray worker that ran the unit: `VmHWM` (the kernel's
 high-water mark of resident memory, what `getrusage(RUSAGE_SELF).ru_maxrss` reports from inside) of every
@@ -35,7 +38,10 @@ sandboxed test run's processes are reported apart (`peak_run_mb`: the largest Vm
 cmdline runs `tracers.repo_runner`).
 
 --record appends a dated section to bench/RESULTS.md; --json writes everything (rerun on two commits with
---code to compare). The baseline is cached by name==version in the scratch dir; --baseline-only stops there.
+--code to compare), as it goes; `--only NAME...` measures just those packages and, with --json, merges them
+into that file (a package fixed and re-measured without redoing the rest); --from-json prints (and records)
+a JSON's results. The baseline is cached by name==version and its test dependencies in the scratch dir;
+--baseline-only stops there. SIGINT stops the run and reports what it measured.
 """
 
 import argparse
@@ -99,12 +105,12 @@ PACKAGES = (
     Package("tenacity==9.2.1", "retry", TestDeps(extras=("test",), source="extra test")),
     Package("click==8.5.1", "CLI framework", TestDeps(source="group tests: pytest")),
     Package("jmespath==1.1.0", "query language parser"),
-    Package("parse==1.22.4", "parser (format strings)"),
+    Package("parse==1.22.4", "parser (format strings)", TestDeps(deps=("pytest-cov",), source="addopts: --cov")),
     Package("xmltodict==1.0.4", "markup (XML)", TestDeps(extras=("test",), source="extra test")),
     Package("cachetools==8.0.2", "data structures (caches)", TestDeps(source="tox: pytest")),
     Package("toml==0.10.2", "parser (TOML)", TestDeps(deps=("numpy",), source="tox deps")),
     Package("tomlkit==0.15.3", "parser (TOML, style-preserving)", TestDeps(deps=("PyYAML",), source="group dev")),
-    Package("semver==3.1.2", "version parsing", TestDeps(source="group test: pytest (+ tox)")),
+    Package("semver==3.1.2", "version parsing", TestDeps(deps=("pytest-cov",), source="group test (addopts: --cov)")),
     Package("python-slugify==9.2.0", "text (slugs)", TestDeps(source="tox: pytest")),
     Package("humanize==4.17.0", "text (numbers, dates)", TestDeps(extras=("tests",), source="extra tests")),
     Package("croniter==7.0.0", "date/time (cron)", TestDeps(deps=("pytz",), source="group dev")),
@@ -114,7 +120,11 @@ PACKAGES = (
         TestDeps(requirements=("requirements-dev.txt",), source="requirements-dev.txt (tox)"),
     ),
     Package("idna==3.20", "text (IDNA encoding)", TestDeps(deps=("hypothesis",), source="extra all (tools left out)")),
-    Package("pyparsing==3.3.3", "parser (combinators)", TestDeps(source="tox unit: pytest")),
+    Package(
+        "pyparsing==3.3.3",
+        "parser (combinators)",
+        TestDeps(extras=("diagrams",), source="extra diagrams: tests/test_diagram.py imports it"),
+    ),
     Package("more-itertools==11.2.1", "utility (iterators)", TestDeps(source="requirements/testing.txt: tools only")),
     Package("boltons==26.2.0", "utility (grab bag)", TestDeps(source="group dev: pytest")),
     Package("glom==25.12.0", "data structures (nested access)", TestDeps(requirements=("requirements.txt",))),
@@ -239,7 +249,7 @@ def baseline(package: Package, tree: str, scratch: Path) -> dict:
     cached = where / "result.json"
     if cached.exists():
         result = json.loads(cached.read_text())
-        if result.get("format") == BASELINE_FORMAT:
+        if result.get("format") == BASELINE_FORMAT and result.get("test_deps") == test_deps(package):
             return result
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
@@ -280,12 +290,7 @@ def baseline(package: Package, tree: str, scratch: Path) -> dict:
         "format": BASELINE_FORMAT,
         "pin": package.pin,
         "installed": installed,
-        "test_deps": {
-            "extras": package.test.extras,
-            "requirements": package.test.requirements,
-            "deps": package.test.deps,
-            "source": package.test.source,
-        },
+        "test_deps": test_deps(package),
         "install_s": round(install_s, 1),
         "test_s": round(test_s, 1),
         "pytest_exit": exit_code,
@@ -296,6 +301,16 @@ def baseline(package: Package, tree: str, scratch: Path) -> dict:
     shutil.rmtree(src, ignore_errors=True)
     cached.write_text(json.dumps(result))
     return result
+
+
+def test_deps(package: Package) -> dict:
+    """The test dependencies as the cached result records them (a change redoes the baseline)."""
+    return {
+        "extras": list(package.test.extras),
+        "requirements": list(package.test.requirements),
+        "deps": list(package.test.deps),
+        "source": package.test.source,
+    }
 
 
 def baseline_counts(result: dict) -> dict:
@@ -442,6 +457,8 @@ def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch
             for stage, value in stats.items()
             if isinstance(value, dict) and "seconds" in value
         },
+        "tests_run_traced": stats.get("trace", {}).get("out", 0),
+        "duplicate_entries": stats.get("cut", {}).get("dropped", {}).get("duplicate", 0),
         "peak_worker_mb": round(memory.worker_kb / 1024, 1),
         "peak_run_mb": round(memory.run_kb / 1024, 1),
     }
@@ -482,6 +499,8 @@ def summarize(package: Package, base: dict, job: dict | None) -> dict:
         failure_examples=examples,
         seconds=job["seconds"],
         stage_seconds=job["stage_seconds"],
+        tests_run_traced=job["tests_run_traced"],
+        duplicate_entries=job["duplicate_entries"],
         peak_worker_mb=job["peak_worker_mb"],
         peak_run_mb=job["peak_run_mb"],
         commits=job["commits"],
@@ -550,51 +569,57 @@ def code_label(code: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", type=int, default=len(PACKAGES), help="the first N packages of PACKAGES")
+    parser.add_argument("--only", nargs="+", default=(), help="just these projects (names); with --json, merged in")
     parser.add_argument("--forms", nargs="+", choices=("sdist", "git"), default=["sdist", "git"])
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose pipeline traces (its .venv)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/wild-bench"))
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument("--from-json", type=Path, help="measure nothing: print (and --record) this JSON's results")
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     parser.add_argument("--baseline-only", action="store_true", help="download and run the baselines, trace nothing")
     args = parser.parse_args()
+    if args.from_json:
+        document = json.loads(args.from_json.read_text())
+    else:
+        document = run_bench(args)
+        if args.baseline_only:
+            return
+    text = "\n\n".join(table(form, part["packages"], part["totals"]) for form, part in document["forms"].items())
+    print(text)
+    if args.record:
+        record(document, text)
+
+
+def run_bench(args) -> dict:
+    """Measure the packages asked for; the JSON document of the results (merged into --json's with --only)."""
     args.scratch.mkdir(parents=True, exist_ok=True)
     code = args.code.resolve()
-    packages = PACKAGES[: args.packages]
+    only = {normalize(name) for name in args.only}
+    packages = [p for p in PACKAGES[: args.packages] if not only or normalize(parse_pin(p.pin)[0]) in only]
+    earlier = json.loads(args.json.read_text()) if args.only and args.json and args.json.exists() else None
+    if earlier is not None and earlier["code"] != str(code):
+        raise SystemExit(f"--only merges into {args.json}, which measured {earlier['code']}, not {code}")
     sdists = SdistCache(str(args.scratch / "sdists"))
     started = time.monotonic()
     results = {form: [] for form in args.forms}
     baselines = {}
+
+    def save() -> dict:
+        document = merge(earlier, json_document(args, code, results, baselines, time.monotonic() - started))
+        if args.json:
+            args.json.write_text(json.dumps(document, indent=1, default=list))
+        return document
+
     try:
-        measure(args, code, packages, sdists, results, baselines, started)
+        measure(args, code, packages, sdists, results, baselines, save)
     except KeyboardInterrupt:  # SIGINT: stop where it is, and report what was measured
         if RUNNING:
             os.killpg(RUNNING[0].pid, 9)
         print(f"interrupted after {len(baselines)} of {len(packages)} packages", flush=True)
-    done = set(baselines) if args.baseline_only else {row["pin"] for row in results[args.forms[-1]]}
-    measured = [package for package in packages if package.pin in done]
-    wall = time.monotonic() - started
-    if args.json:
-        write_json(args, code, measured, results, baselines, wall)
-    if args.baseline_only:
-        return
-    text = "\n\n".join(table(form, rows, totals(rows)) for form, rows in results.items())
-    print(text)
-    if args.record:
-        command = (
-            f"$ .venv/bin/python bench/wild.py --packages {args.packages} --forms {' '.join(args.forms)}"
-            f"{'' if code == ROOT else ' --code ' + str(args.code)} --record"
-        )
-        subset = "" if len(measured) == len(packages) else f", interrupted: the first {len(measured)} packages"
-        note = (
-            f"{time.strftime('%Y-%m-%d')}, `{command}` (pipeline at {code_label(code)}, CPython "
-            f"{platform.python_version()}, {os.cpu_count()} cores, {wall / 60:.0f} min{subset}, load average "
-            f"{os.getloadavg()[0]:.1f} at the end):"
-        )
-        with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
-            handle.write(f"\n## Wild repositories\n\n{note}\n\n{text}\n")
+    return save()
 
 
-def measure(args, code: Path, packages, sdists: SdistCache, results: dict, baselines: dict, started: float) -> None:
+def measure(args, code: Path, packages, sdists: SdistCache, results: dict, baselines: dict, save) -> None:
     """Baseline, then each form's job, package after package (results and baselines filled as it goes)."""
     for package in packages:
         tree = sdists.checkout(package.pin).path
@@ -616,33 +641,59 @@ def measure(args, code: Path, packages, sdists: SdistCache, results: dict, basel
                 f" worker {row['peak_worker_mb']:.0f} MB, failures {row['failures']}",
                 flush=True,
             )
-            if args.json:  # written as it goes: a long run killed midway keeps what it measured
-                write_json(args, code, packages[: len(baselines)], results, baselines, time.monotonic() - started)
+        save()  # as it goes: a long run killed midway keeps what it measured
 
 
-def write_json(args, code: Path, packages, results: dict, baselines: dict, wall: float) -> None:
-    document = {
+def json_document(args, code: Path, results: dict, baselines: dict, wall: float) -> dict:
+    traced = {row["pin"] for rows in results.values() for row in rows}
+    return {
         "code": str(code),
         "code_commit": code_label(code),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": platform.python_version(),
         "cores": os.cpu_count(),
         "trace_timeout_s": TRACE_TIMEOUT_S,
-        "packages": [package.pin for package in packages],
+        "command": " ".join(sys.argv[1:]),
+        "packages": [pin for pin in baselines if args.baseline_only or pin in traced],
         "wall_s": round(wall, 1),
         "forms": {form: {"packages": rows, "totals": totals(rows)} for form, rows in results.items()},
         "baselines": {
             pin: {k: v for k, v in base.items() if k != "tests"}
-            | {
-                "counts": {
-                    "passing": len(baseline_counts(base)["passing"]),
-                    "calling": len(baseline_counts(base)["calling"]),
-                }
-            }
+            | {"counts": {key: len(value) for key, value in baseline_counts(base).items() if key != "outcomes"}}
             for pin, base in baselines.items()
         },
     }
-    args.json.write_text(json.dumps(document, indent=1, default=list))
+
+
+def merge(earlier: dict | None, new: dict) -> dict:
+    """`new`'s packages in place of the same packages of `earlier` (a rerun of a few), in PACKAGES order."""
+    if earlier is None:
+        return new
+    order = {package.pin: index for index, package in enumerate(PACKAGES)}
+    merged = dict(new, wall_s=round(earlier["wall_s"] + new["wall_s"], 1), merged=earlier.get("merged", 0) + 1)
+    merged["command"] = f"{earlier.get('command', '?')}`, then `{new['command']}"
+    merged["packages"] = sorted(set(earlier["packages"]) | set(new["packages"]), key=lambda pin: order.get(pin, 0))
+    merged["baselines"] = earlier["baselines"] | new["baselines"]
+    merged["forms"] = {}
+    for form in earlier["forms"].keys() | new["forms"].keys():
+        rows = {row["pin"]: row for row in earlier["forms"].get(form, {}).get("packages", [])}
+        rows |= {row["pin"]: row for row in new["forms"].get(form, {}).get("packages", [])}
+        ordered = sorted(rows.values(), key=lambda row: order.get(row["pin"], 0))
+        merged["forms"][form] = {"packages": ordered, "totals": totals(ordered)}
+    return merged
+
+
+def record(document: dict, text: str) -> None:
+    """Append the results to bench/RESULTS.md under `## Wild repositories`."""
+    measured = len(document["packages"])
+    note = (
+        f"{document['date'][:10]}, `$ .venv/bin/python bench/wild.py {document['command']}` (pipeline at "
+        f"{document['code_commit']}, CPython {document['python']}, {document['cores']} cores, "
+        f"{measured} of the {len(PACKAGES)} packages, {document['wall_s'] / 60:.0f} min of measuring"
+        f"{', some packages rerun and merged in' if document.get('merged') else ''}):"
+    )
+    with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
+        handle.write(f"\n## Wild repositories\n\n{note}\n\n{text}\n")
 
 
 if __name__ == "__main__":
