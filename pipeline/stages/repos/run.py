@@ -196,7 +196,7 @@ def run_suite(
             )
             budget.spend(outcome.wall_s, (part.collected or {}).get("seconds", 0.0))
             stopped = interrupted(part, outcome)
-            full = stopped is None and output_full(part, outcome)
+            full = stopped is None and output_full(part)
             merge(stream, part)
             if (stopped is None and not full) or attempt == MAX_RESTARTS or budget.left_s() < MIN_ATTEMPT_S:
                 break
@@ -318,7 +318,7 @@ def interrupted(part: ParsedStream, outcome: SandboxResult) -> dict | None:
     return {"nodeid": nodeid, "error_type": "RunInterrupted", "cause": cause}
 
 
-def output_full(part: ParsedStream, outcome: SandboxResult) -> bool:
+def output_full(part: ParsedStream) -> bool:
     """Whether the run stopped early because its trace output filled the byte budget (tests are left)."""
     return part.error is None and part.end is not None and part.end.get("stopped") == "max_output_bytes"
 

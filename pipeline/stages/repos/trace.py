@@ -21,10 +21,10 @@ traced by two tests is stored once (the first test's id is kept).
 
 Everything else that happens is a failures row, and traces recorded before a problem are kept:
 clone/fetch/ref/checkout errors (for an sdist: SdistNotFound, SdistRejected, SdistUnreachable), a failed
-install, collection errors (e.g. a syntax error), failing
-tests (traced anyway), tests whose outcome the tracer changed (timing failures apart), a test past its time
-budget, an output flood, writes outside the scratch directory and the run's tree, network beyond loopback, a
-fork bomb, a run killed by the sandbox, malformed tracer output.
+install, collection errors (e.g. a syntax error), failing tests (traced anyway), tests whose outcome the tracer
+changed (timing failures apart), a test past its time budget, an output flood, writes outside the scratch
+directory and the run's tree, network beyond loopback, a fork bomb, a run killed by the sandbox, malformed
+tracer output.
 """
 
 import os
