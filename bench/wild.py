@@ -2,20 +2,21 @@
 ship their tests, traced with the pipeline's defaults, against what a human gets by running their suites.
 
     .venv/bin/python bench/wild.py [--packages N] [--only NAME...] [--forms sdist git] [--code DIR]
+                                   [--python VERSION] [--tracer-backends auto settrace monitoring]
                                    [--scratch DIR] [--json OUT] [--record] [--baseline-only]
     .venv/bin/python bench/wild.py --from-json OUT [--record]
 
 Per package of PACKAGES (pinned `name==version`, first N with --packages), all of it under --scratch:
 1. the sdist, downloaded from the package index by `pipeline.sources.sdist` (this checkout's; no code run);
 2. BASELINE: a copy of its tree, a plain venv outside any sandbox (`python -m venv`, the interpreter the
-   sandbox runs), `pip install` of the tree with the test dependencies a human reads off the project (test
-   extras, dependency groups, requirements files, tox deps: TestDeps, chosen per package by reading it; when
-   that install fails, the package and pytest alone), then `pytest -p no:cacheprovider -q --junitxml=...
-   --rootdir .` with a per-package timeout. A small plugin (`wild_probe`, written to the scratch dir) records
-   each test's node id, outcome and whether it called any function of the package (a profile hook on the
-   test's thread, from setup to teardown, that looks for a call of a function whose code lives in the
-   installed package or its source tree, test files and module bodies (imports) excepted). Cached as
-   `baseline/{name}-{version}/result.json`: a later run reuses it.
+   sandbox runs: --python's, default this one), `pip install` of the tree with the test dependencies a human
+   reads off the project (test extras, dependency groups, requirements files, tox deps: TestDeps, chosen per
+   package by reading it; when that install fails, the package and pytest alone), then
+   `pytest -p no:cacheprovider -q --junitxml=... --rootdir .` with a per-package timeout. A small plugin
+   (`wild_probe`, written to the scratch dir) records each test's node id, outcome and whether it called any
+   function of the package (a profile hook on the test's thread, from setup to teardown, that looks for a
+   call of a function whose code lives in the installed package or its source tree, test files and module
+   bodies (imports) excepted). Cached as `baseline/{name}-{version}-py{X.Y}/result.json`: a later run reuses it.
 3. the GIT form: the sdist's files as a fresh git repository (`git init`, one commit, no tags) with what a
    build generates removed, so it looks like a clone: PKG-INFO, `*.egg-info/`, and the version file that
    setuptools-scm / hatch-vcs / pdm config names (`write_to`, `version_file`, `version-file`). Its version
@@ -23,7 +24,9 @@ Per package of PACKAGES (pinned `name==version`, first N with --packages), all o
 4. TRACE each form (--forms): `python -m pipeline.cli trace-repos --manifest M --out O --workers 1` with the
    checkout --code (default: this one), its own `.venv`, `PYTHONPATH` at it, the pipeline's defaults and
    `timeout_s = 300`; one job per package and form, so each has a fresh Ray. The git form exists in every
-   checkout; the sdist form only where `sdist = ...` does.
+   checkout; the sdist form only where `sdist = ...` does. With --python the job gets `--python` too; with
+   --tracer-backends, one job per backend (`--tracer-backend`), one after the other per package, so the
+   backends are measured side by side on the same machine state, and a table compares their trace stage.
 
 Reported per package and in total: tests passing in the baseline (P), those of them that call the package
 (C), tests traced (T: distinct `test_id` of `traces` rows that are among the P node ids; a test all of whose
@@ -65,6 +68,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.sandbox.interpreters import Interpreter, describe, resolve_python  # noqa: E402
 from pipeline.sources.sdist import SdistCache, normalize, parse_pin  # noqa: E402
 
 TRACE_TIMEOUT_S = 300  # the manifest's timeout_s (the brief's: the pipeline's defaults otherwise)
@@ -85,6 +89,14 @@ class TestDeps:
     requirements: tuple[str, ...] = ()
     deps: tuple[str, ...] = ()
     source: str = "none declared: pytest alone"
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How a trace-repos job runs besides its manifest: `--tracer-backend` and `--python` (None: its default)."""
+
+    backend: str = "auto"
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,15 +249,15 @@ def run(argv: list[str], cwd: str, log, timeout: float, env: dict | None = None)
     return code, time.monotonic() - start
 
 
-def interpreter() -> str:
-    """The Python the sandbox runs by default: this one's real executable."""
-    return os.path.realpath(sys.executable)
+def interpreter(spec: str | None) -> Interpreter:
+    """The Python the sandbox runs: --python's (a version, path or command), else this one's real executable."""
+    return describe(resolve_python(spec) if spec else os.path.realpath(sys.executable))
 
 
-def baseline(package: Package, tree: str, scratch: Path) -> dict:
+def baseline(package: Package, tree: str, scratch: Path, python: Interpreter) -> dict:
     """The package's suite in a plain venv (cached; see the module docstring)."""
     name, version = parse_pin(package.pin)
-    where = scratch / "baseline" / f"{normalize(name)}-{version}"
+    where = scratch / "baseline" / f"{normalize(name)}-{version}-py{python.version[0]}.{python.version[1]}"
     cached = where / "result.json"
     if cached.exists():
         result = json.loads(cached.read_text())
@@ -261,7 +273,7 @@ def baseline(package: Package, tree: str, scratch: Path) -> dict:
     venv = where / "venv"
     pip_cache = str(scratch / "pip-cache")
     with open(where / "log.txt", "w") as log:
-        run([interpreter(), "-m", "venv", str(venv)], str(where), log, 120)
+        run([python.path, "-m", "venv", str(venv)], str(where), log, 120)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--cache-dir", pip_cache, "-q"]
         target = str(src) + (f"[{','.join(package.test.extras)}]" if package.test.extras else "")
         wanted = [target, "pytest", *package.test.deps]
@@ -415,10 +427,10 @@ def manifest_table(name: str, form: str, package: Package, repo: str | None) -> 
     return f'[[repo]]\nname = "{name}"\n{source}\ntimeout_s = {TRACE_TIMEOUT_S}\n'
 
 
-def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch: Path) -> dict:
+def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch: Path, job: JobOptions) -> dict:
     """One trace-repos job of one package in one form: what it wrote and what it cost."""
     name, version = parse_pin(package.pin)
-    run_dir = scratch / "runs" / f"{form}-{normalize(name)}"
+    run_dir = scratch / "runs" / f"{form}-{job.backend}-{normalize(name)}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     manifest = run_dir / "repos.toml"
@@ -426,6 +438,7 @@ def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch
     out = run_dir / "out"
     argv = [str(code / ".venv" / "bin" / "python"), "-m", "pipeline.cli", "trace-repos", "--manifest", str(manifest)]
     argv += ["--out", str(out), "--workers", "1", "--cache-dir", str(scratch / "tracegen-cache")]
+    argv += ["--tracer-backend", job.backend] + (["--python", job.python] if job.python else [])
     env = dict(os.environ, PYTHONPATH=str(code))
     start = time.monotonic()
     with open(run_dir / "job.log", "w") as log:
@@ -440,8 +453,9 @@ def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch
             exit_code = process.wait()
         memory.stop()
     seconds = time.monotonic() - start
-    traces = read_table(out, "traces", ["test_id", "commit"])
+    traces = read_table(out, "traces", ["test_id", "commit", "tracer_version"])
     failures = read_table(out, "failures", ["stage", "error_type", "message"])
+    runs = read_table(out, "repo_runs", ["tests_traced"])
     stats = {}
     if (out / "manifest.json").exists():
         stats = json.loads((out / "manifest.json").read_text()).get("stats", {})
@@ -458,6 +472,9 @@ def trace_job(package: Package, form: str, repo: str | None, code: Path, scratch
             if isinstance(value, dict) and "seconds" in value
         },
         "tests_run_traced": stats.get("trace", {}).get("out", 0),
+        "tests_traced_stage": sum(row["tests_traced"] or 0 for row in runs),
+        "backend": job.backend,
+        "tracer_versions": sorted({row["tracer_version"] for row in traces}),
         "duplicate_entries": stats.get("cut", {}).get("dropped", {}).get("duplicate", 0),
         "peak_worker_mb": round(memory.worker_kb / 1024, 1),
         "peak_run_mb": round(memory.run_kb / 1024, 1),
@@ -500,6 +517,9 @@ def summarize(package: Package, base: dict, job: dict | None) -> dict:
         seconds=job["seconds"],
         stage_seconds=job["stage_seconds"],
         tests_run_traced=job["tests_run_traced"],
+        tests_traced_stage=job["tests_traced_stage"],
+        backend=job["backend"],
+        tracer_versions=job["tracer_versions"],
         duplicate_entries=job["duplicate_entries"],
         peak_worker_mb=job["peak_worker_mb"],
         peak_run_mb=job["peak_run_mb"],
@@ -531,9 +551,57 @@ def totals(rows: list[dict]) -> dict:
     }
 
 
-def table(form: str, rows: list[dict], total: dict) -> str:
+def result_key(form: str, backend: str, backends: list[str]) -> str:
+    """Where a job's row goes in the results: by form, and by backend when the run compares backends."""
+    return form if backends == ["auto"] else f"{form}/{backend}"
+
+
+def backend_table(forms: dict) -> str:
+    """Per package measured with several backends: trace stage seconds and yield side by side ("" if none)."""
+    by_form: dict[str, list[str]] = {}
+    for key in forms:
+        if "/" in key:
+            form, backend = key.split("/", 1)
+            by_form.setdefault(form, []).append(backend)
+    text = ""
+    for form, backends in by_form.items():
+        if len(backends) < 2:
+            continue
+        first = backends[0]
+        rows = {b: {row["pin"]: row for row in forms[f"{form}/{b}"]["packages"] if "traced" in row} for b in backends}
+        head = " | ".join(f"trace s {b} | traced {b}" for b in backends)
+        lines = [
+            "",
+            "",
+            f"**{form} form, backends side by side** (trace stage seconds, tests traced incl. duplicates ÷ passing)",
+            "",
+            f"| package | passing | {head} | " + " | ".join(f"{b} ÷ {first}" for b in backends[1:]) + " |",
+            "|---|---|" + "---|---|" * len(backends) + "---|" * (len(backends) - 1),
+        ]
+        sums = Counter()
+        for pin, row in rows[first].items():
+            if not all(pin in rows[b] for b in backends):
+                continue
+            cells, trace_s = [], {}
+            for b in backends:
+                other = rows[b][pin]
+                trace_s[b] = other["stage_seconds"].get("trace", 0.0)
+                sums[b] += trace_s[b]
+                cells.append(f"{trace_s[b]:.1f} | {other.get('tests_traced_stage', 0)}")
+            ratios = [f"{trace_s[b] / trace_s[first]:.2f}" if trace_s[first] else "—" for b in backends[1:]]
+            lines.append(f"| {pin} | {row['passing']} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        total = " | ".join(f"{sums[b]:.1f} | " for b in backends)
+        ratios = [f"{sums[b] / sums[first]:.2f}" if sums[first] else "—" for b in backends[1:]]
+        lines.append("| **all** | | " + total + " | " + " | ".join(ratios) + " |")
+        text += "\n".join(lines)
+    return text
+
+
+def table(key: str, rows: list[dict], total: dict) -> str:
+    form, _, backend = key.partition("/")
+    label = f"{form} form, {backend} backend" if backend else f"{form} form"
     lines = [
-        f"**{form} form** — {total['with_traces']} of {total['packages']} repositories with ≥1 trace; tests traced "
+        f"**{label}** — {total['with_traces']} of {total['packages']} repositories with ≥1 trace; tests traced "
         f"{total['traced']:,} of {total['passing']:,} passing untraced ({pct(total['traced_of_passing'])}), of "
         f"{total['calling']:,} that call the package ({pct(total['traced_of_calling'])}); "
         f"{total['seconds']:,.0f} s of jobs; peak worker {total['peak_worker_mb']:,.0f} MB",
@@ -572,6 +640,14 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=(), help="just these projects (names); with --json, merged in")
     parser.add_argument("--forms", nargs="+", choices=("sdist", "git"), default=["sdist", "git"])
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose pipeline traces (its .venv)")
+    parser.add_argument("--python", help="the interpreter of the baselines and the jobs' --python (default: this one)")
+    parser.add_argument(
+        "--tracer-backends",
+        nargs="+",
+        choices=("auto", "settrace", "monitoring"),
+        default=["auto"],
+        help="one job per backend and package, side by side (more than one: a table compares them)",
+    )
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/wild-bench"))
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     parser.add_argument("--from-json", type=Path, help="measure nothing: print (and --record) this JSON's results")
@@ -584,7 +660,8 @@ def main() -> None:
         document = run_bench(args)
         if args.baseline_only:
             return
-    text = "\n\n".join(table(form, part["packages"], part["totals"]) for form, part in document["forms"].items())
+    text = "\n\n".join(table(key, part["packages"], part["totals"]) for key, part in document["forms"].items())
+    text += backend_table(document["forms"])
     print(text)
     if args.record:
         record(document, text)
@@ -601,7 +678,9 @@ def run_bench(args) -> dict:
         raise SystemExit(f"--only merges into {args.json}, which measured {earlier['code']}, not {code}")
     sdists = SdistCache(str(args.scratch / "sdists"))
     started = time.monotonic()
-    results = {form: [] for form in args.forms}
+    results = {
+        result_key(form, backend, args.tracer_backends): [] for form in args.forms for backend in args.tracer_backends
+    }
     baselines = {}
 
     def save() -> dict:
@@ -621,9 +700,10 @@ def run_bench(args) -> dict:
 
 def measure(args, code: Path, packages, sdists: SdistCache, results: dict, baselines: dict, save) -> None:
     """Baseline, then each form's job, package after package (results and baselines filled as it goes)."""
+    python = interpreter(args.python)
     for package in packages:
         tree = sdists.checkout(package.pin).path
-        base = baselines[package.pin] = baseline(package, tree, args.scratch)
+        base = baselines[package.pin] = baseline(package, tree, args.scratch, python)
         counts = baseline_counts(base)
         print(
             f"{package.pin}: baseline {len(counts['passing'])} passing ({len(counts['calling'])} call the "
@@ -634,13 +714,17 @@ def measure(args, code: Path, packages, sdists: SdistCache, results: dict, basel
             continue
         for form in args.forms:
             repo = git_form(package, tree, args.scratch) if form == "git" else None
-            row = summarize(package, base, trace_job(package, form, repo, code, args.scratch))
-            results[form].append(row)
-            print(
-                f"  {form}: traced {row['traced']} of {row['passing']} ({row['rows']} rows) in {row['seconds']:.0f} s,"
-                f" worker {row['peak_worker_mb']:.0f} MB, failures {row['failures']}",
-                flush=True,
-            )
+            for backend in args.tracer_backends:
+                job = JobOptions(backend=backend, python=args.python)
+                row = summarize(package, base, trace_job(package, form, repo, code, args.scratch, job))
+                results[result_key(form, backend, args.tracer_backends)].append(row)
+                print(
+                    f"  {result_key(form, backend, args.tracer_backends)}: traced {row['traced']} of "
+                    f"{row['passing']} ({row['rows']} rows) in {row['seconds']:.0f} s (trace stage "
+                    f"{row['stage_seconds'].get('trace', 0):.0f} s), worker {row['peak_worker_mb']:.0f} MB, "
+                    f"failures {row['failures']}",
+                    flush=True,
+                )
         save()  # as it goes: a long run killed midway keeps what it measured
 
 
@@ -650,7 +734,8 @@ def json_document(args, code: Path, results: dict, baselines: dict, wall: float)
         "code": str(code),
         "code_commit": code_label(code),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "python": platform.python_version(),
+        "python": args.python or platform.python_version(),
+        "tracer_backends": args.tracer_backends,
         "cores": os.cpu_count(),
         "trace_timeout_s": TRACE_TIMEOUT_S,
         "command": " ".join(sys.argv[1:]),
