@@ -74,7 +74,8 @@ SCHEMA = pa.schema(
             "truncation_reason",
             pa.string(),
             "max_events | max_bytes | max_seconds | wall_time_kill | threads (code ran in another thread: the "
-            "trace holds the entry thread only) | tampered:<event> | tracer_disabled | ...; null unless truncated",
+            "trace holds the entry thread only) | tampered:<event> | tracer_disabled | time_share (repository "
+            "suites: the test's share of the run's time to record in was spent) | ...; null unless truncated",
         ),
         field("n_events", pa.int32(), "number of events", nullable=False),
         field(

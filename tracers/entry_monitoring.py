@@ -16,11 +16,14 @@ as CPython maps them for settrace (see tracers/monitoring.py), so both backends 
   PY_RESUME only while the stream is recording (an open entry within its budgets): then every repository
   frame that starts is recorded, as with settrace; other code that starts then is DISABLEd at its first
   callback.
-- a function past its budget (`max_entries_per_function` over the run, or the test's own caps) whose frames
-  are no longer followed has its local events turned off: its calls cost nothing. What was turned off for a
-  test's caps only is turned on again when the next test starts.
+- a function that can open no more entries in this test (the test's caps; `max_entries_per_function` over
+  the run once the test has its first entry, which that cap never refuses) and whose frames are no longer
+  followed has its local events turned off: its calls cost nothing for the rest of the test. They are turned
+  on again when the next test starts, for as long as the function can open entries at all.
 
-So, once the budgets are spent, a suite runs with a callback per new code object and per raised exception.
+So, once the budgets are spent, a suite runs with a callback per new code object and per raised exception,
+and a test with a callback per repository function it calls until its first entry (and one more per function
+it calls afterwards).
 Only the thread that runs the tests is traced (a callback in another thread returns at once). One documented
 difference: each event passes through one more Python frame than with settrace, so a call cut by the
 recursion limit (`recursion_limit`) can be cut one call earlier. The suite's own `sys.settrace` does not stop
@@ -146,8 +149,9 @@ class MonitoringEntryTracer(EntryTracer):
         self._recorder.set_local_events(code, events)
 
     def _may_open_later(self, code):
+        """Whether `code` can open an entry in some later test (every test's first entry may be any function's)."""
         info = self._codes.get(code)
-        return bool(info and info.can_enter and self._function_counts.get(code, 0) < self.max_per_function)
+        return bool(info and info.can_enter)
 
     def _classify(self, code):
         try:
@@ -166,7 +170,7 @@ class MonitoringEntryTracer(EntryTracer):
             or self.halted is not None
             or self._test_entries >= self.max_entries_per_test
             or self._test_function_counts.get(code, 0) >= self.max_per_function_test
-            or self._function_counts.get(code, 0) >= self.max_per_function
+            or (self._test_entries > 0 and self._function_counts.get(code, 0) >= self.max_per_function)
         )
 
     def _after_call(self, code, info, followed):

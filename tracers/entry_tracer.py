@@ -14,9 +14,14 @@ methods; generator and coroutine functions, lambdas and comprehensions are trace
 another entry. Only the thread that runs the tests is traced.
 
 Budgets: per entry `max_events` and `max_bytes` (an entry past them is cut: exit `never`,
-`truncated`); entries per test, per function per test and per function over the run; nesting depth of
-open entries; events per test; bytes of the whole output. The stream records an event only while the
-innermost open entry is within its budgets, so a test never writes more than its entries need.
+`truncated`); entries per test, per function per test and per function over the run (a test's first entry
+excepted: every test that calls the repository yields at least one trace, so the run-wide cap bounds how
+much of a hot function is recorded without leaving the later tests of a suite untraced); nesting depth of
+open entries; events per test; bytes of the whole output; and a test's share of the run's time
+(`start(record_s)`, from the plugin at each test's start): past it the test records nothing more, so a suite
+whose recording would outlast its run spreads what it can record over all its tests instead of spending it on
+the first ones (`halted = "time_share"`). The stream records an event only while the innermost open entry is
+within its budgets, so a test never writes more than its entries need.
 The tracer keeps its own references to `sys.settrace` and `sys.gettrace` (bound when this module is
 imported, before any conftest runs), so a suite that replaces them cannot stop it from starting; one that
 turns tracing off during a test (`sys.settrace(None)`, its own trace function) leaves the hook it finds at
@@ -27,6 +32,7 @@ Standard library only.
 
 import bisect
 import sys
+import time
 from array import array
 
 from tracers.pytrace import json_writer
@@ -96,6 +102,8 @@ class EntryTracer:
         self.n_entries = 0
         self.tracing = False
         self.switching = False
+        self._clock = time.monotonic
+        self._record_until = float("inf")
         self._hook = self._on_call  # one bound-method object: compared by identity, never by a user __eq__
         self._reset()
 
@@ -121,8 +129,10 @@ class EntryTracer:
         finally:
             self.switching = False
 
-    def start(self):
+    def start(self, record_s=None):
+        """Trace a test; it records for `record_s` seconds at most (None: no time limit of its own)."""
         self._reset()
+        self._record_until = float("inf") if record_s is None else self._clock() + record_s
         self.tracing = True
         self._set_hook(self._hook)
 
@@ -229,7 +239,7 @@ class EntryTracer:
             and len(self._entries) < self.max_entry_depth
             and self._test_entries < self.max_entries_per_test
             and self._test_function_counts.get(code, 0) < self.max_per_function_test
-            and self._function_counts.get(code, 0) < self.max_per_function
+            and (self._test_entries == 0 or self._function_counts.get(code, 0) < self.max_per_function)
         )
 
     def _count(self, code):
@@ -339,6 +349,8 @@ class EntryTracer:
         state[6] = True
         if self._ordinal >= self.max_test_events:
             self.halt("max_test_events")
+        elif self._clock() > self._record_until:
+            self.halt("time_share")
         return pairs
 
     def _text(self, value):

@@ -25,6 +25,9 @@ changed), or a run in which `sys.settrace` or `threading.settrace` was replaced 
 at the tracer's tools was refused), gets a `tracer_disabled` / `tracer_patched` violation.
 When the events fill the output budget (Sink), the test in flight still ends with its `test_end` and the
 session stops after it (`end.stopped`): the host runs the tests left in a fresh sandbox with a fresh budget.
+A run given its wall clock (`wall_s`) gives each test a share of the time left to record in: TIME_SHARE of
+(time left ÷ tests left), so a suite too slow to record whole within its run is recorded test by test, each a
+part, rather than its first tests whole and the rest not at all (the tracer's `time_share` halt).
 
 The suite runs as its own CI runs it, except where that would stop it early or fail it only because tracing
 is slow, in the untraced parity run and the traced run alike (so their outcomes still compare):
@@ -53,6 +56,9 @@ _HOOKS = (("sys", "settrace", sys.settrace), ("threading", "settrace", threading
 _dumps = json_writer(",", ":")
 # Options of the repository's that would end the run early (config.option names).
 STOPPERS = ("stepwise", "stepwise_skip", "stepwise_reset", "usepdb", "trace")
+# Of a test's fair part of the time left (time left ÷ tests left), what it may spend recording; the rest is
+# for running the rest of the test under the tracer, which costs more than untraced even when it records nothing.
+TIME_SHARE = 0.5
 HYPOTHESIS_PROFILE = "tracegen-untimed"
 
 
@@ -113,7 +119,7 @@ class TracePlugin:
     `guard` (optional) is told when a test starts and ends, so it can enforce per-test limits.
     """
 
-    def __init__(self, tracer, sink, guard=None, trace=True, progress_fd=None, deselect=()):
+    def __init__(self, tracer, sink, guard=None, trace=True, progress_fd=None, deselect=(), wall_s=None):
         self.tracer = tracer
         self.progress_fd = progress_fd
         self.deselect = frozenset(deselect)
@@ -129,6 +135,8 @@ class TracePlugin:
         self.n_failed = 0
         self.ended = False
         self.started = time.monotonic()
+        self.deadline = None if wall_s is None else self.started + float(wall_s)
+        self.n_collected = None
         self.session = None
         self.stopped = None  # why the run stopped before its last test (the output budget), else None
 
@@ -176,7 +184,14 @@ class TracePlugin:
         if self.sink.full:
             self.tracer.halt("max_output_bytes")
         if self.trace:
-            self.tracer.start()
+            self.tracer.start(self._record_s())
+
+    def _record_s(self):
+        """How long the test starting now may record: its share of the time left, or None (no deadline)."""
+        if self.deadline is None or self.n_collected is None:
+            return None
+        left_s = max(0.0, self.deadline - time.monotonic())
+        return TIME_SHARE * left_s / max(1, self.n_collected - self.n_tests)
 
     def pytest_runtest_makereport(self, item, call):
         self._in_child()
@@ -219,6 +234,7 @@ class TracePlugin:
 
     def pytest_collection_finish(self, session):
         relax_hypothesis(session.items)
+        self.n_collected = len(session.items)
         seconds = round(time.monotonic() - self.started, 3)
         self.sink.obj(type="collected", count=len(session.items), seconds=seconds)
         self.sink.flush()

@@ -94,6 +94,7 @@ def trace(request, progress_fd):
         trace=traced,
         progress_fd=progress_fd,
         deselect=request.get("deselect") or (),
+        wall_s=request.get("wall_s"),
     )
     real_fork = os.fork
     os.register_at_fork(after_in_child=lambda: guard.after_fork_child(null, handle.fileno()))

@@ -14,7 +14,7 @@ import pytest
 from pipeline.stages.repos.cut import cut_entry
 from pipeline.stages.repos.stream import parse_repo_stream
 from tracers.entry_tracer import EntryTracer
-from tracers.pytest_plugin import Sink, header
+from tracers.pytest_plugin import TIME_SHARE, Sink, TracePlugin, header
 from tracers.pytrace import Budgets, trace_source
 from tracers.repo_code import PathFilter
 
@@ -36,9 +36,9 @@ class Traced:
         header(self.sink, budgets)
         self.tracer = EntryTracer(self.sink, PathFilter([str(root)], ["**/*.py"], []), budgets)
 
-    def run(self, fn, nodeid="test_x"):
+    def run(self, fn, nodeid="test_x", record_s=None):
         self.sink.obj(type="test", nodeid=nodeid)
-        self.tracer.start()
+        self.tracer.start(record_s)
         try:
             fn(self.module)
         except Exception:
@@ -243,6 +243,36 @@ def test_entry_caps_bound_recursion(tmp_path):
     top = marks[-1]
     assert top[0]["input"] == "n=8" and not top[0]["truncated"] and top[1][-1]["arg"] == "21"
     assert max(e["depth"] for e in top[1]) == 7  # the whole recursion is in the outermost entry
+
+
+def test_the_run_wide_function_cap_leaves_every_later_test_its_first_entry(tmp_path):
+    traced = Traced(tmp_path, NESTED, max_entries_per_function=2)
+    for nodeid, x in (("test_a", 1), ("test_b", 10), ("test_c", 20)):
+        traced.run(lambda m, x=x: (m.inner(x), m.inner(x + 1), m.inner(x + 2)), nodeid=nodeid)
+    inputs = [mark["input"] for mark, _ in traced.entries()]
+    assert inputs == ["x=1", "x=2", "x=10", "x=20"]  # test_a spends the cap; b and c get their first call
+
+
+def test_a_test_past_its_time_share_records_nothing_more_and_the_next_test_starts_afresh(tmp_path):
+    traced = Traced(tmp_path, NESTED)
+    traced.run(lambda m: m.outer(1), nodeid="test_slow", record_s=0.0)  # spent at its first event
+    traced.run(lambda m: m.outer(1), nodeid="test_next", record_s=60.0)
+    marks = traced.entries()
+    cut, events = marks[0]
+    assert cut["qualname"] == "outer" and cut["truncated"] and cut["exit"] == "never"
+    assert cut["reason"] == "time_share" and [e["event"] for e in events] == ["call"]
+    assert [mark["qualname"] for mark, _ in marks[1:]] == ["inner", "inner", "outer"]
+    assert not any(mark["truncated"] for mark, _ in marks[1:])
+
+
+def test_each_test_gets_a_share_of_the_time_left_once_the_suite_is_collected():
+    plugin = TracePlugin(tracer=None, sink=None, wall_s=100.0)
+    assert plugin._record_s() is None  # before collection: nothing to share between
+    plugin.n_collected, plugin.n_tests = 10, 0
+    assert TIME_SHARE * 9.0 < plugin._record_s() <= TIME_SHARE * 10.0
+    plugin.n_tests = 9  # the last test gets what is left
+    assert TIME_SHARE * 90.0 < plugin._record_s() <= TIME_SHARE * 100.0
+    assert TracePlugin(tracer=None, sink=None)._record_s() is None  # no wall clock given: no share
 
 
 def test_code_that_turns_tracing_off_leaves_a_cut_entry(tmp_path):

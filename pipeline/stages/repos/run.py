@@ -261,7 +261,7 @@ def run_attempt(spec, env_dir, run_dir, sandbox, settings, on_test, untraced, de
     request = trace_request(
         spec, tree, env_dir, scratch, settings, [bind.path for bind in read_only], sandbox.private_network
     )
-    path = write_request(run_dir, "trace.json", dict(request, untraced=untraced, deselect=deselect))
+    path = write_request(run_dir, "trace.json", dict(request, untraced=untraced, deselect=deselect, wall_s=wall_s))
     python_path = [TRACERS_PARENT] + [p for p in (os.path.join(tree, "src"),) if os.path.isdir(p)] + [tree]
     env = dict(
         base_env(),
