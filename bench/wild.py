@@ -537,6 +537,7 @@ def totals(rows: list[dict]) -> dict:
     passing = sum(row["passing"] for row in done)
     calling = sum(row["calling"] for row in done)
     traced = sum(row["traced"] for row in done)
+    stage = sum(row.get("tests_traced_stage", 0) for row in done)
     return {
         "packages": len(done),
         "with_traces": sum(1 for row in done if row["rows"] > 0),
@@ -545,6 +546,8 @@ def totals(rows: list[dict]) -> dict:
         "traced": traced,
         "traced_of_passing": round(traced / passing, 4) if passing else None,
         "traced_of_calling": round(sum(row["traced_calling"] for row in done) / calling, 4) if calling else None,
+        "traced_stage": stage,
+        "traced_stage_of_passing": round(stage / passing, 4) if passing else None,
         "failures": dict(failures.most_common()),
         "seconds": round(sum(row["seconds"] for row in done), 1),
         "peak_worker_mb": max((row["peak_worker_mb"] for row in done), default=0),
@@ -603,19 +606,24 @@ def table(key: str, rows: list[dict], total: dict) -> str:
     lines = [
         f"**{label}** — {total['with_traces']} of {total['packages']} repositories with ≥1 trace; tests traced "
         f"{total['traced']:,} of {total['passing']:,} passing untraced ({pct(total['traced_of_passing'])}), of "
-        f"{total['calling']:,} that call the package ({pct(total['traced_of_calling'])}); "
+        f"{total['calling']:,} that call the package ({pct(total['traced_of_calling'])}); with the tests whose "
+        f"traces all repeat stored ones (T′) {total.get('traced_stage', 0):,} "
+        f"({pct(total.get('traced_stage_of_passing'))}); "
         f"{total['seconds']:,.0f} s of jobs; peak worker {total['peak_worker_mb']:,.0f} MB",
         "",
-        "| package | passing (call pkg) | traced | T/P | rows | job s | worker MB | run MB | failures (top) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| package | passing (call pkg) | traced | T/P | T′ | T′/P | rows | job s | worker MB | run MB | failures |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if "traced" not in row:
             continue
         top = ", ".join(f"{kind} {count}" for kind, count in list(row["failures"].items())[:3]) or "—"
         ratio = pct(row["traced"] / row["passing"]) if row["passing"] else "—"
+        stage = row.get("tests_traced_stage")
+        stage_ratio = pct(stage / row["passing"]) if row["passing"] and stage is not None else "—"
         lines.append(
-            f"| {row['pin']} | {row['passing']} ({row['calling']}) | {row['traced']} | {ratio} | {row['rows']:,} | "
+            f"| {row['pin']} | {row['passing']} ({row['calling']}) | {row['traced']} | {ratio} | "
+            f"{'—' if stage is None else stage} | {stage_ratio} | {row['rows']:,} | "
             f"{row['seconds']:.0f} | {row['peak_worker_mb']:.0f} | {row['peak_run_mb']:.0f} | {top} |"
         )
     lines += ["", f"Failures by type: {', '.join(f'{k} {v}' for k, v in total['failures'].items()) or 'none'}"]
@@ -660,7 +668,9 @@ def main() -> None:
         document = run_bench(args)
         if args.baseline_only:
             return
-    text = "\n\n".join(table(key, part["packages"], part["totals"]) for key, part in document["forms"].items())
+    text = "\n\n".join(
+        table(key, part["packages"], totals(part["packages"])) for key, part in document["forms"].items()
+    )
     text += backend_table(document["forms"])
     print(text)
     if args.record:

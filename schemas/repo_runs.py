@@ -54,7 +54,8 @@ SCHEMA = pa.schema(
         field(
             "tests_traced",
             pa.int64(),
-            "tests that passed untraced (traced, without a parity run) and made at least one trace of a repository "
+            "tests that passed untraced (traced, without a parity run or when the untraced run has no test of that id) "
+            "and made at least one trace of a repository "
             "function (stored, or identical to one stored); null when none ran",
         ),
         field("traces", pa.int64(), "`traces` rows of this repository", nullable=False),

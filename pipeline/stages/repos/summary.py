@@ -22,11 +22,12 @@ def repo_run_row(
 ) -> dict:
     """`how`: how the install went (None: no install worked); `traced`: the traced run's stream (None: the
     suite never ran); `baseline`: each test's untraced outcome (None: no parity run); `traced_tests`: the tests
-    with an entry cut. A test counts as traced when it also passed untraced (traced, without a parity run), so
+    with an entry cut. A test counts as traced when it also passed untraced (traced, without a parity run or
+    when the untraced run has no test of its id: a suite whose parameter ids vary between processes), so
     `tests_traced` ÷ `tests_passed_untraced` is the share of the passing suite that became data."""
     passed = None
     if traced is not None:
-        outcomes = baseline if baseline is not None else {t.nodeid: t.outcome for t in traced.tests}
+        outcomes = {t.nodeid: t.outcome for t in traced.tests} | (baseline or {})
         passed = {nodeid for nodeid, outcome in outcomes.items() if outcome == "passed"}
     repaired = [
         module
