@@ -27,7 +27,11 @@ The default install, by rules (no per-repository configuration), recorded in `ho
 
 Everything runs within the request's `budget_s` (the host gives install_timeout_s less a margin): each command
 gets what is left of it, no step starts with less than MIN_STEP_S left, and `timed_out` says the budget ran out.
-The copy has no `.git` (so no tags): VERSION_ENV and scm_version_env give dynamic-version backends a version.
+The copy has no `.git` (so no tags): VERSION_ENV and scm_version_env give dynamic-version backends a version. A
+default install whose build takes its version from VCS tags (VCS_VERSIONING) gets the project's latest release on
+the index (`pip index versions`), as a tagged checkout would be versioned near it, so a test requirement's own
+`>=` on the project holds (freezegun needs python-dateutil>=2.7: built as 0.0.0, pip backtracks freezegun to a
+release whose build fails); FALLBACK_VERSION when the index has no release of it.
 
 A manifest `install` list replaces the default: pytest, then each command under `sh -c` in the source copy with
 the venv first on PATH (`how.step` is `manifest`, no repairs).
@@ -54,13 +58,32 @@ from tracers.install_sources import Reader, normalize, relaxed_lines, strings
 OUTPUT_CHARS = 4000
 OUTPUT_KEEP = 1 << 20  # bytes of a command's output kept at each end (what the parsers read)
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY")
+FALLBACK_VERSION = "0.0.0"
 VERSION_ENV = {  # builds from a copy without .git: scm-based versions read these (and scm_version_env)
-    "PDM_BUILD_SCM_VERSION": "0.0.0",
-    "PDM_PEP517_SCM_VERSION": "0.0.0",
-    "PBR_VERSION": "0.0.0",
-    "POETRY_DYNAMIC_VERSIONING_BYPASS": "0.0.0",
-    "UV_DYNAMIC_VERSIONING_BYPASS": "0.0.0",
+    name: FALLBACK_VERSION
+    for name in (
+        "PDM_BUILD_SCM_VERSION",
+        "PDM_PEP517_SCM_VERSION",
+        "PBR_VERSION",
+        "POETRY_DYNAMIC_VERSIONING_BYPASS",
+        "UV_DYNAMIC_VERSIONING_BYPASS",
+    )
 }
+# Build requirements that version a package from VCS tags (normalized names, matched within `build-system.requires`).
+VCS_VERSIONING = (
+    "setuptools-scm",
+    "hatch-vcs",
+    "pdm-backend",
+    "pdm-pep517",
+    "poetry-dynamic-versioning",
+    "uv-dynamic-versioning",
+    "versioningit",
+    "pbr",
+    "dunamai",
+    "setuptools-git-versioning",
+)
+INDEX_QUERY_S = 60
+RELEASED = re.compile(r"^\S+ \(([^()\s]+)\)\s*$", re.M)  # `NAME (VERSION)`, after pip's warnings
 DROP_ORDER = ("requirements", "nox", "tox", "hatch", "dependency-groups", "extra")
 MAX_DROPS = 4
 MAX_ROUNDS = 3
@@ -185,14 +208,24 @@ def is_package(src):
     return any(os.path.isfile(os.path.join(src, name)) for name in ("pyproject.toml", "setup.py", "setup.cfg"))
 
 
-def scm_version_env(project, backend):
-    """setuptools-scm's pretend version for the package alone (`..._FOR_<NAME>`: a dependency built from an sdist
-    keeps its own); for every build when the name is unknown or the backend is hatch-vcs, which asks
-    setuptools-scm without a name. VERSION_ENV covers pdm-backend, pbr, poetry and uv dynamic versioning;
-    flit's and setuptools' `attr:`/file versions need no repository history."""
+def scm_version_env(project, backend, version=FALLBACK_VERSION):
+    """The environment that versions a build from a copy without history as `version`: setuptools-scm's pretend
+    version for the package alone (`..._FOR_<NAME>`: a dependency built from an sdist keeps its own), for every
+    build when the name is unknown or the backend is hatch-vcs, which asks setuptools-scm without a name; and
+    VERSION_ENV's names (pdm-backend, pbr, poetry and uv dynamic versioning). flit's and setuptools'
+    `attr:`/file versions need no repository history."""
+    env = {name: version for name in VERSION_ENV}
     if project and "hatch-vcs" not in normalize(backend):
-        return {"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_" + re.sub(r"[-_.]+", "_", project).upper(): "0.0.0"}
-    return {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
+        env["SETUPTOOLS_SCM_PRETEND_VERSION_FOR_" + re.sub(r"[-_.]+", "_", project).upper()] = version
+    else:
+        env["SETUPTOOLS_SCM_PRETEND_VERSION"] = version
+    return env
+
+
+def versions_from_vcs(backend):
+    """Whether the build requirements `backend` (names joined by spaces) take the version from VCS tags."""
+    names = {normalize(re.split(r"[^A-Za-z0-9._-]", word, maxsplit=1)[0]) for word in backend.split()}
+    return bool(names & set(VCS_VERSIONING))
 
 
 def next_to_drop(kept, output, project=""):
@@ -328,7 +361,7 @@ class DefaultInstall:
             backend = " ".join(strings(reader.table("build-system").get("requires")))
         except Exception as error:  # a reader's bug costs the sources, never the install
             self.notes = ["sources not read: %s: %s" % (type(error).__name__, error)]
-        runner.env.update(scm_version_env(self.project, backend))
+        runner.env.update(scm_version_env(self.project, backend, self.released_version(backend)))
         self.editable = True if self.package else None
         self.attempts, self.tried = [], set()
         self.files = tempfile.mkdtemp(prefix="tracegen-requirements-")
@@ -347,6 +380,15 @@ class DefaultInstall:
         if step is not None:
             how["repairs"], how["collected"] = self.repair()
         return step is not None, how
+
+    def released_version(self, backend):
+        """The version a build from VCS tags gets here: the project's latest release on the index, else
+        FALLBACK_VERSION (see the module's doc)."""
+        if not self.project or not versions_from_vcs(backend):
+            return FALLBACK_VERSION
+        ok, output = self.runner.run(self.pip + ["index", "versions", self.project], self.src, timeout=INDEX_QUERY_S)
+        found = RELEASED.search(output) if ok else None
+        return found.group(1) if found else FALLBACK_VERSION
 
     # -- steps ---------------------------------------------------------------------------------------------------
     def install_steps(self):

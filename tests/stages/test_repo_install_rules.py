@@ -153,6 +153,20 @@ REPOS = {
             "repaired", "from dateutil import relativedelta", "6", "relativedelta.relativedelta(days=1).days == 1"
         ),
     },
+    # a checkout without tags of a project others depend on: versioned by setuptools-scm, it would build as
+    # 0.0.0, and its test requirement's own `six>=1.5` (python-dateutil's) would not resolve; the project's latest
+    # release on the index is its version here
+    "released": {
+        "pyproject.toml": project(
+            "six",
+            'dynamic = ["version"]\n[tool.setuptools_scm]\n[dependency-groups]\ntest = ["python-dateutil"]',
+            '"setuptools>=64", "setuptools-scm>=8"',
+        ),
+        "src/sixlike/__init__.py": DOUBLE,
+        "tests/test_sixlike.py": suite_module(
+            "sixlike", "from importlib import metadata", "3", "int(metadata.version('six').split('.')[0]) >= 1"
+        ),
+    },
     # not a package: a module nothing on the index provides; the other test is still traced
     "nowhere": {
         "lib/__init__.py": "",
@@ -250,6 +264,14 @@ def test_setup_cfg_extras_and_a_lib_layout_import_from_the_source_copy(stage):
     how = run.installed.how
     assert (how.sources, how.step, how.editable) == (("extra:testing",), "all", True)
     assert run.failures == []
+
+
+def test_a_checkout_without_tags_gets_its_released_version_so_its_dependents_resolve(stage):
+    run = stage("released")
+    assert ("double", "x=3", "tests/test_sixlike.py::test_double") in run.calls()
+    how = run.installed.how
+    assert (how.sources, how.step, how.editable) == (("dependency-groups:test",), "all", True)
+    assert [row["message"] for row in run.failures] == []
 
 
 def test_an_impossible_pin_falls_back_without_its_file(stage):

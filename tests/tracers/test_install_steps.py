@@ -6,11 +6,14 @@ import time
 
 from tracers.install import (
     EDITABLE_FAILED,
+    FALLBACK_VERSION,
     OUTPUT_KEEP,
+    VERSION_ENV,
     Runner,
     error_summary,
     next_to_drop,
     scm_version_env,
+    versions_from_vcs,
 )
 from tracers.install_sources import Source
 
@@ -100,8 +103,20 @@ def test_the_source_to_drop_is_the_one_pip_names_else_the_most_suspect():
 
 
 def test_setuptools_scm_pretends_for_the_package_alone_unless_hatch_vcs_asks():
-    assert scm_version_env("My.Pkg", "setuptools>=61 setuptools-scm") == {
-        "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_MY_PKG": "0.0.0"
-    }
-    assert scm_version_env("pkg", "hatchling hatch_vcs>=0.3") == {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
-    assert scm_version_env("", "") == {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
+    others = {name: "2.1" for name in VERSION_ENV}  # pdm, pbr, poetry and uv dynamic versioning
+    assert (
+        scm_version_env("My.Pkg", "setuptools>=61 setuptools-scm", "2.1")
+        == {"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_MY_PKG": "2.1"} | others
+    )
+    assert (
+        scm_version_env("pkg", "hatchling hatch_vcs>=0.3", "2.1") == {"SETUPTOOLS_SCM_PRETEND_VERSION": "2.1"} | others
+    )
+    assert scm_version_env("", "")["SETUPTOOLS_SCM_PRETEND_VERSION"] == FALLBACK_VERSION
+
+
+def test_only_a_build_versioned_from_vcs_tags_asks_the_index_for_a_release():
+    assert versions_from_vcs("setuptools>=64 setuptools_scm[toml]>=8")
+    assert versions_from_vcs("hatchling Hatch-VCS")
+    assert versions_from_vcs("poetry-core poetry-dynamic-versioning>=1,<2")
+    assert not versions_from_vcs("setuptools>=61 wheel")
+    assert not versions_from_vcs("flit_core>=3.2 setuptools-scm-git-archive")  # a plugin, not the versioner
