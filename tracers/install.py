@@ -84,7 +84,7 @@ VCS_VERSIONING = (
 )
 INDEX_QUERY_S = 60
 RELEASED = re.compile(r"^\S+ \(([^()\s]+)\)\s*$", re.M)  # `NAME (VERSION)`, after pip's warnings
-DROP_ORDER = ("requirements", "nox", "tox", "hatch", "dependency-groups", "extra")
+DROP_ORDER = ("requirements", "nox", "tox", "hatch", "uv", "pdm", "poetry", "dependency-groups", "extra")
 MAX_DROPS = 4
 MAX_ROUNDS = 3
 MIN_STEP_S = 5.0

@@ -6,18 +6,23 @@ requirements files: one per file):
 1. `dependency-groups`: PEP 735 `[dependency-groups]` of pyproject.toml, the first group of TEST_NAMES
    (`test`, `tests`, `testing`), else `dev`; `{include-group = "..."}` entries are expanded, and a cycle, an
    unknown group or a non-list refuses the group (a note says why).
-2. `extra`: `[project.optional-dependencies]` of pyproject.toml, else `[options.extras_require]` of setup.cfg,
+2. `poetry`, `pdm`, `uv`: the dependency groups of those tools, as their CI installs them (`poetry install --with
+   test`, `pdm install -G test`, `uv sync`): `[tool.poetry.group.NAME.dependencies]` (the first of TEST_NAMES,
+   else `dev`; else the legacy `[tool.poetry.dev-dependencies]`), poetry's constraints written as PEP 440
+   (`^1.2` is `>=1.2,<2`, `~1.2` is `>=1.2,<1.3`, `1.2` is `==1.2`; a path, git or url dependency is left
+   out); `[tool.pdm.dev-dependencies]` (the same names); `[tool.uv] dev-dependencies`.
+3. `extra`: `[project.optional-dependencies]` of pyproject.toml, else `[options.extras_require]` of setup.cfg,
    the same names: installed as the package's extra (`pip install -e src[test]`).
-3. `requirements`: requirements files matching REQUIREMENT_PATTERNS (`requirements.txt` too when the repository
+4. `requirements`: requirements files matching REQUIREMENT_PATTERNS (`requirements.txt` too when the repository
    is not a package), at most MAX_FILES.
-4. `tox`: `deps` of the test env of tox.ini (else `legacy_tox_ini` of pyproject.toml, else setup.cfg's
+5. `tox`: `deps` of the test env of tox.ini (else `legacy_tox_ini` of pyproject.toml, else setup.cfg's
    `[tox:tox]`): the first env of `envlist` that is not a lint/docs/type-check env (TOX_NOT_TESTS), one matching
    this Python's `pyXY` preferred; its `[testenv:NAME]` deps, else `[testenv]`'s. `{toxinidir}` is the
    repository, `{[section]key}` is substituted, a `factors: requirement` line is kept when its factors match the
    env's (and this Python's `pyXY`), a line with any other `{...}` is skipped.
-5. `hatch`: `dependencies` and `extra-dependencies` of the first of HATCH_ENVS in `[tool.hatch.envs]` (strings
+6. `hatch`: `dependencies` and `extra-dependencies` of the first of HATCH_ENVS in `[tool.hatch.envs]` (strings
    only; `default`'s dependencies when the env has none of its own).
-6. `nox`: string literals of `session.install(...)` calls in the first test session of noxfile.py, read with
+7. `nox`: string literals of `session.install(...)` calls in the first test session of noxfile.py, read with
    `ast` — the noxfile is never run.
 
 Each source is pip requirement-file lines: requirements, `-e` paths and `-c` constraint files. `-r` files are
@@ -38,7 +43,7 @@ import sys
 
 TEST_NAMES = ("test", "tests", "testing")
 FALLBACK_NAME = "dev"
-SOURCE_KINDS = ("dependency-groups", "extra", "requirements", "tox", "hatch", "nox")
+SOURCE_KINDS = ("dependency-groups", "poetry", "pdm", "uv", "extra", "requirements", "tox", "hatch", "nox")
 REQUIREMENT_PATTERNS = (
     "requirements*test*.txt",
     "requirements*dev*.txt",
@@ -164,9 +169,9 @@ class Reader:
         return value if isinstance(value, dict) else {}
 
     def project_name(self):
-        name = self.table("project").get("name")
-        if isinstance(name, str):
-            return name
+        for name in (self.table("project").get("name"), self.table("tool", "poetry").get("name")):
+            if isinstance(name, str):
+                return name
         if self.setup_cfg is not None and self.setup_cfg.has_option("metadata", "name"):
             return self.setup_cfg.get("metadata", "name")
         return setup_py_name(self.read_text("setup.py"))
@@ -195,6 +200,34 @@ class Reader:
             self.note("dependency-groups:%s: %s" % (name, error))
             return []
         return [self.source("dependency-groups", name, requirements)]
+
+    def read_poetry(self):
+        poetry = self.table("tool", "poetry")
+        groups = poetry.get("group") if isinstance(poetry.get("group"), dict) else {}
+        names = {normalize(key): key for key, group in groups.items() if isinstance(group, dict)}
+        name = first_test_name(names)
+        if name is not None:
+            table = groups[name].get("dependencies")
+        else:
+            name, table = "dev-dependencies", poetry.get("dev-dependencies")
+        if not isinstance(table, dict):
+            return []
+        lines = [line for key, spec in table.items() for line in [poetry_requirement(key, spec)] if line]
+        return [self.source("poetry", name, lines)] if lines else []
+
+    def read_pdm(self):
+        groups = self.table("tool", "pdm").get("dev-dependencies")
+        if not isinstance(groups, dict):
+            return []
+        name = first_test_name({normalize(key): key for key in groups if isinstance(key, str)})
+        if name is None:
+            return []
+        lines = [line for line in strings(groups[name]) if "${" not in line]  # ${PROJECT_ROOT} paths: itself
+        return [self.source("pdm", name, lines)] if lines else []
+
+    def read_uv(self):
+        lines = strings(self.table("tool", "uv").get("dev-dependencies"))
+        return [self.source("uv", "dev-dependencies", lines)] if lines else []
 
     def read_extra(self):
         extras, where = self.table("project").get("optional-dependencies"), "pyproject.toml"
@@ -351,6 +384,54 @@ def read_sources(src, is_package=True, python=None):
 def normalize(name):
     """PEP 503 / 685 normalized name."""
     return re.sub(r"[-_.]+", "-", str(name)).lower()
+
+
+POETRY_VERSION = re.compile(r"\s*(\^|~=|~|==|!=|>=|<=|>|<|=)?\s*(\d+(?:\.\d+)*)((?:[.-]?[A-Za-z][\w.+-]*)?)\s*$")
+
+
+def poetry_requirement(name, spec):
+    """A poetry dependency (`name = "^1.2"` or `{version, extras, markers, ...}`) as a pip requirement line, or ""
+    for what pip cannot take from the index: `python` itself, path, git and url dependencies."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or normalize(name) == "python":
+        return ""
+    if isinstance(spec, list):  # several constraints by python version or platform: the name alone
+        return name
+    extras, markers = [], ""
+    if isinstance(spec, dict):
+        if any(key in spec for key in ("path", "git", "url", "file")):
+            return ""
+        extras = [extra for extra in strings(spec.get("extras")) if NAME.fullmatch(extra)]
+        markers = spec.get("markers") if isinstance(spec.get("markers"), str) else ""
+        spec = spec.get("version", "*")
+    if not isinstance(spec, str):
+        return ""
+    line = name + ("[%s]" % ",".join(extras) if extras else "") + poetry_constraint(spec)
+    return line + (" ; " + markers if markers else "")
+
+
+def poetry_constraint(spec):
+    """Poetry's version constraint as PEP 440 (`^1.2.3` → `>=1.2.3,<2.0.0`); "" for any version and for what
+    it does not write plainly (`||`, wildcards): the name alone is the relaxed step's reading anyway."""
+    parts = [part for part in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", spec.strip()) if part]
+    if not parts or "||" in spec or "*" in spec:
+        return ""
+    out = []
+    for part in parts:
+        match = POETRY_VERSION.match(part)
+        if match is None:
+            return ""
+        operator, version, suffix = match.groups()
+        numbers = [int(number) for number in version.split(".")]
+        if operator in ("^", "~"):
+            if operator == "^":  # the first non-zero part may not change
+                at = next((i for i, number in enumerate(numbers) if number), len(numbers) - 1)
+            else:  # ~1.2.3 and ~1.2: the minor may not change; ~1: the major
+                at = min(1, len(numbers) - 1)
+            upper = numbers[:at] + [numbers[at] + 1]
+            out += [">=" + version + suffix, "<" + ".".join(map(str, upper))]
+        else:
+            out.append(("==" if operator in (None, "=") else operator) + version + suffix)
+    return ",".join(out)
 
 
 def first_test_name(names):

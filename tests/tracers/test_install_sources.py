@@ -81,6 +81,67 @@ def test_every_kind_is_read_in_the_documented_order(tmp_path):
     assert notes == []
 
 
+def test_poetry_pdm_and_uv_groups_are_read_after_pep_735_and_before_extras(tmp_path):
+    found, notes = sources_of(
+        tmp_path,
+        {
+            "pyproject.toml": """
+            [tool.poetry]
+            name = "poetic"
+            version = "1.0.0"
+
+            [tool.poetry.dependencies]
+            python = "^3.9"
+
+            [tool.poetry.group.lint.dependencies]
+            ruff = "*"
+
+            [tool.poetry.group.Test.dependencies]
+            python = "^3.9"
+            pytest = "^7.4"
+            hypothesis = {version = "~6.82", extras = ["cli"], markers = "python_version >= '3.9'"}
+            legacy = "0.2"
+            local = {path = "../local", develop = true}
+            forked = {git = "https://example.invalid/forked.git"}
+            either = [{version = "^1", python = "<3.10"}, {version = "^2", python = ">=3.10"}]
+            poetic = {version = "*", extras = ["fast"]}
+            oddity = "^1 || ^2"
+
+            [tool.pdm.dev-dependencies]
+            lint = ["ruff"]
+            test = ["pytest-mock>=3", "-e file:///${PROJECT_ROOT}/plugins/one"]
+
+            [tool.uv]
+            dev-dependencies = ["anyio>=4"]
+
+            [project.optional-dependencies]
+            tests = ["toolz"]
+            """,
+        },
+    )
+    assert list(found) == ["poetry:Test", "pdm:test", "uv:dev-dependencies", "extra:tests"]
+    assert found["poetry:Test"] == (
+        [
+            "pytest>=7.4,<8",
+            "hypothesis[cli]>=6.82,<6.83 ; python_version >= '3.9'",
+            "legacy==0.2",
+            "either",
+            "oddity",
+        ],
+        ["fast"],  # the project's own extra, named through [tool.poetry] name
+    )
+    assert found["pdm:test"] == (["pytest-mock>=3"], [])
+    assert found["uv:dev-dependencies"] == (["anyio>=4"], [])
+    assert notes == []
+
+
+def test_poetry_s_legacy_dev_dependencies_when_it_has_no_groups(tmp_path):
+    found, _ = sources_of(
+        tmp_path, {"pyproject.toml": '[tool.poetry.dev-dependencies]\npytest = "^6.0"\nsix = ">=1.5 <2"\n'}
+    )
+    assert found == {"poetry:dev-dependencies": (["pytest>=6.0,<7", "six>=1.5,<2"], [])}
+
+
 def test_a_non_package_reads_requirements_txt_and_no_extra(tmp_path):
     found, _ = sources_of(
         tmp_path,
