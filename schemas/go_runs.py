@@ -1,4 +1,4 @@
-"""The `go_runs` table: one row per run of a Go program (DESIGN.md §8), plus one row per build failure.
+"""The `go_runs` table: one row per run of a Go program (docs/architecture.md §9), plus one row per build failure.
 
 Goroutine ids are canonical for the whole program: the harness gives every goroutine a key path
 (`gpath`: "0" is the first root, "0.2" the second goroutine it created, ...) that depends only on each

@@ -1,4 +1,4 @@
-"""The neural-debugger MDP (DESIGN.md §6–7): state trees, actions, the sampling policy, the formal language.
+"""The neural-debugger MDP (docs/architecture.md §7–8): state trees, actions, the sampling policy, the formal language.
 
 Modules, one job each: `events` (normalise a trace row), `trees` (forward and inverse state trees as flat
 arrays), `actions` (the transitions and their edge cases), `policy` (seeded sampling of trajectories),

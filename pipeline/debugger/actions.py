@@ -1,4 +1,4 @@
-"""Debugger actions as transitions on the state trees (DESIGN.md §6). Pure, O(1) or O(log n) each.
+"""Debugger actions as transitions on the state trees (docs/architecture.md §7). Pure, O(1) or O(log n) each.
 
 Forward actions, from node i of the forward tree (node n is the exit pseudo-state):
 

@@ -1,4 +1,5 @@
-"""The formal language of trajectories (DESIGN.md §7): `serialize` and its exact inverse `parse`, in two dialects.
+"""The formal language of trajectories (docs/architecture.md §8): `serialize` and its exact inverse `parse`, in two
+dialects.
 
 States are written as the Code World Model's trace frames, with CWM's token meanings (its prompting guide,
 "Trace Prediction"): a frame is an *observation* then an *action* — `<|action_sep|>` starts the source

@@ -1,4 +1,4 @@
-"""The seeded stochastic debugger policy (DESIGN.md §6): trajectories over one trace's state trees.
+"""The seeded stochastic debugger policy (docs/architecture.md §7): trajectories over one trace's state trees.
 
 Guarantees:
 - Deterministic: trajectory j of a (trace, direction) depends only on (seed, trace id, direction, j) and

@@ -1,4 +1,4 @@
-"""Visited nodes -> language states, with the locals rule of DESIGN.md §7 and the entry-line marker.
+"""Visited nodes -> language states, with the locals rule of docs/architecture.md §8 and the entry-line marker.
 
 Valued states (return, exception and their inverses) carry no locals, as CWM's frames. The other states
 write their full locals when `delta` is off (as CWM writes them), else — the tracegen extension — when the

@@ -1,4 +1,4 @@
-"""The forward and inverse state trees of one trace (DESIGN.md §6), as flat integer arrays.
+"""The forward and inverse state trees of one trace (docs/architecture.md §7), as flat integer arrays.
 
 Forward tree. Node i is event i; node n (= number of events) is the exit pseudo-state. The states of a
 function activation (its call, lines, exceptions and its return) are the children, in recorded order, of

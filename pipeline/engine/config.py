@@ -4,7 +4,7 @@ The config hash goes into every unit's completion record and the manifest: a re-
 resumes (finished units are skipped); an output holding another config's dataset is refused unless the
 user asks to overwrite it. A kind's config holds only the settings its units use, and its hash covers
 them and the kind's name, so changing another kind's defaults never invalidates its finished units
-(DESIGN.md §10). Fields marked `UNHASHED` say where work happens (caches, scratch), not what it
+(docs/architecture.md §4). Fields marked `UNHASHED` say where work happens (caches, scratch), not what it
 computes; where the job runs (workers, Ray address) is not part of a config at all.
 """
 

@@ -1,6 +1,6 @@
 """The unit executor: skip if done → run the stages → write shards → write the completion record.
 
-This is the only place where a unit's rows become files, whatever the source (DESIGN.md §10). It is
+This is the only place where a unit's rows become files, whatever the source (docs/architecture.md §4). It is
 plain Python; `pipeline.engine.orchestrate` decides where it runs.
 """
 

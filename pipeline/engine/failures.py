@@ -1,4 +1,4 @@
-"""Failure rows (DESIGN.md §3): every input that fails becomes one, never an exception or a silent drop."""
+"""Failure rows (docs/architecture.md §5): every input that fails becomes one, never an exception or a silent drop."""
 
 
 def failure_row(

@@ -1,4 +1,4 @@
-"""Stage counters (DESIGN.md §3): in, out, dropped by reason, seconds — per stage, mergeable; and what a
+"""Stage counters (docs/architecture.md §5): in, out, dropped by reason, seconds — per stage, mergeable; and what a
 stage yields (`StageOutput`)."""
 
 import time

@@ -1,4 +1,4 @@
-"""Dataset versions under one root, published through a commit log (DESIGN.md §10, Delta Lake's commit rule).
+"""Dataset versions under one root, published through a commit log (docs/architecture.md §11, Delta Lake's commit rule).
 
 Layout under ROOT:
     versions/{N}/            version N: its own shards, `_units/` completion records, `manifest.json`. Its

@@ -1,4 +1,4 @@
-"""The streaming loader of packed datasets (DESIGN.md §11): `PackedLoader`, its tokenizer, a torch wrapper.
+"""The streaming loader of packed datasets (docs/architecture.md §13): `PackedLoader`, its tokenizer, a torch wrapper.
 
     loader = PackedLoader("PACKED", global_batch_size=64, rank=r, world_size=w, seed=0)
     for micro in loader:                     # dicts of numpy arrays, see pipeline/loader/packed.py

@@ -1,1 +1,1 @@
-"""Stages (DESIGN.md §3): plain functions from records to rows, with no Ray inside."""
+"""Stages (docs/architecture.md §5): plain functions from records to rows, with no Ray inside."""

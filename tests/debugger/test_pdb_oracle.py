@@ -6,7 +6,7 @@ For each program, several seeded pdb sessions issue random `step` / `next` / `re
 each command's landing is compared with our action from the same node: step -> step_into, next ->
 step_over, return -> step_return, break L -> breakpoint <text of line L>, continue -> continue.
 
-Where pdb and DESIGN.md §6 differ by design, the comparison names the difference and pins ours:
+Where pdb and docs/architecture.md §7 differ by design, the comparison names the difference and pins ours:
 
 - D1 unwinding return: when a frame ends by an uncaught exception, settrace emits a return (value None)
   after the frame's exception event; the tracer drops it. pdb stops there once more: its `return` lands
@@ -95,7 +95,7 @@ def compare(trace: Trace, tree, steps) -> Counter:
         kind, pdb = _landing(steps, position, tree.n)
         ours = _ours(trace, tree, step)
         if command in ("next", "return") and step.start.in_generator:
-            # D3: pinned to the DESIGN definitions.
+            # D3: pinned to our definitions (docs/architecture.md §7).
             if command == "next":
                 assert ours == tree.over[k]
             else:

@@ -76,7 +76,7 @@ def _depth(tree, node: int) -> int:
 
 
 def _reference_over(tree, node: int) -> int:
-    """DESIGN §6 step_over, straight from the words: next node at the level, else one level up."""
+    """step_over of docs/architecture.md §7, straight from the words: next node at the level, else one level up."""
     while node != -1:
         if tree.next_sib[node] != -1:
             return tree.next_sib[node]
@@ -191,7 +191,7 @@ def test_inv_step_over_skips_to_the_plain_copy_and_the_level_ends_at_the_entry(t
 
 
 def _reference_inv_over(inv, k: int) -> int:
-    """DESIGN §6 inv_step_over from the words: the next node at the level, else one level up."""
+    """inv_step_over of docs/architecture.md §7, from the words: the next node at the level, else one level up."""
     while True:
         later = [j for j in range(k + 1, len(inv.kind)) if inv.parent[j] == inv.parent[k]]
         if later:

@@ -1,4 +1,4 @@
-"""The worked example of the trajectories issue, DESIGN.md §6-7, on the real trace of f(3)."""
+"""The worked example of the trajectories issue, docs/architecture.md §7–8, on the real trace of f(3)."""
 
 from debugger_helpers import WORKED_EXAMPLE
 
@@ -72,7 +72,7 @@ def test_inverse_over_and_into_from_the_inv_line_call_of_the_calling_line(worked
 
 
 def test_the_design_illustration_round_trips(worked_trace):
-    """The DESIGN §7 walk: into, over, over, breakpoint `d += i`, return, continue."""
+    """The worked walk of docs/architecture.md §7: into, over, over, breakpoint `d += i`, return, continue."""
     tree, nodes, actions = _design_walk(worked_trace)
     assert [worked_trace.sources[n] for n in nodes[:-1]] == [
         "def f(a):",
