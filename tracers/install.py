@@ -52,7 +52,7 @@ import tempfile
 import threading
 import time
 
-from tracers.install_repair import collected, missing, own_modules
+from tracers.install_repair import collected, declared, missing, own_modules
 from tracers.install_sources import Reader, normalize, relaxed_lines, strings
 
 OUTPUT_CHARS = 4000
@@ -354,10 +354,11 @@ class DefaultInstall:
     def __init__(self, runner, pip, src, python, test_args):
         self.runner, self.pip, self.src, self.python, self.test_args = runner, pip, src, python, test_args
         self.package = is_package(src)
-        self.sources, self.notes, self.project, backend = [], [], "", ""
+        self.sources, self.notes, self.project, self.declared, backend = [], [], "", set(), ""
         try:
             reader = Reader(src, self.package)
             self.sources, self.notes, self.project = reader.sources(), reader.notes, reader.project
+            self.declared = reader.declared_names()
             backend = " ".join(strings(reader.table("build-system").get("requires")))
         except Exception as error:  # a reader's bug costs the sources, never the install
             self.notes = ["sources not read: %s: %s" % (type(error).__name__, error)]
@@ -459,7 +460,7 @@ class DefaultInstall:
         own, rounds, tried = own_modules(self.src), [], set()
         output = self.collect()
         for number in range(1, MAX_ROUNDS + 1):
-            wanted = [(what, dist) for what, dist in missing(output, own) if what not in tried]
+            wanted = [(what, self.provider(what, dist)) for what, dist in missing(output, own) if what not in tried]
             if not wanted or self.runner.timed_out:
                 break
             tried.update(what for what, _ in wanted)
@@ -480,6 +481,13 @@ class DefaultInstall:
             if unresolved:
                 break
         return rounds, collected(output)
+
+    def provider(self, what, guess):
+        """The distribution to install for `what` collection reported missing: for a module whose guess is its
+        own name, one the repository declares under a like name (see tracers/install_repair.py), else the guess."""
+        if guess != what or what.startswith(("-", "ini:")):
+            return guess
+        return declared(what, self.declared) or guess
 
     def install_each(self, dists):
         """The distributions of `dists` pip installs: all at once, else one at a time."""

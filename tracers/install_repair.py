@@ -13,6 +13,8 @@
 `distribution(module, dotted)` maps a module to the distribution that provides it: MODULE_DISTRIBUTIONS for
 the well-known names that differ (the longest dotted prefix of the import statement that failed wins, so
 `google.protobuf` is protobuf), else the module name itself. `AMBIGUOUS` names (`google`) are never guessed.
+`declared(module, names)` prefers what the repository declares itself (an extra's `railroad-diagrams` for
+`import railroad`: the name, or the name followed by `-...`) over that guess.
 """
 
 import os
@@ -172,6 +174,16 @@ def distribution(module, dotted=None):
         if prefix in MODULE_DISTRIBUTIONS:
             return MODULE_DISTRIBUTIONS[prefix]
     return None if module in AMBIGUOUS else module
+
+
+def declared(module, names):
+    """The distribution of `names` (the repository's declared requirements, normalized) that `module` most
+    likely comes from: the one named like it, else the shortest named `module-...`; None when none is."""
+    stem = re.sub(r"[-_.]+", "-", module).lower()
+    if stem in names:
+        return stem
+    prefixed = sorted((name for name in names if name.startswith(stem + "-")), key=len)
+    return prefixed[0] if prefixed else None
 
 
 def option_plugin(option):

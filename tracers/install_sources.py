@@ -176,6 +176,21 @@ class Reader:
             return self.setup_cfg.get("metadata", "name")
         return setup_py_name(self.read_text("setup.py"))
 
+    def declared_names(self):
+        """Every distribution the repository names as a requirement in pyproject.toml or setup.cfg: its
+        dependencies, all its extras and dependency groups (normalized; for the repair's module lookup)."""
+        lists = [self.table("project").get("dependencies")]
+        lists += list(self.table("project", "optional-dependencies").values())
+        groups = self.pyproject.get("dependency-groups")
+        lists += list(groups.values()) if isinstance(groups, dict) else []
+        lines = [line for value in lists for line in strings(value)]
+        if self.setup_cfg is not None and self.setup_cfg.has_section("options.extras_require"):
+            lines += [
+                line for _, value in self.setup_cfg.items("options.extras_require") for line in value.splitlines()
+            ]
+        matches = (REQUIREMENT.match(line) for line in lines)
+        return {normalize(match.group(1)) for match in matches if match} - {self.project}
+
     # -- the sources, in SOURCE_KINDS order ---------------------------------------------------------------------
     def sources(self):
         found = []

@@ -10,7 +10,8 @@ import sys
 
 from repo_fixtures import write_files
 
-from tracers.install_repair import MAX_MISSING, collected, distribution, missing, own_modules
+from tracers.install_repair import MAX_MISSING, collected, declared, distribution, missing, own_modules
+from tracers.install_sources import Reader
 
 
 def collect(tmp_path, files: dict[str, str]) -> str:
@@ -118,6 +119,34 @@ def test_distributions_whose_names_differ_from_the_module():
     assert distribution("google", "google.cloud.storage") is None
     assert distribution("sklearn") == "scikit-learn" and distribution("cv2") == "opencv-python-headless"
     assert distribution("distutils") == "setuptools"
+
+
+def test_a_module_the_repository_declares_under_a_longer_name_is_that_distribution(tmp_path):
+    """pyparsing's diagrams extra needs `railroad-diagrams`, imported as `railroad`; `railroad` on the index is
+    another project. What the repository declares anywhere (dependencies, every extra and group) wins."""
+    write_files(
+        tmp_path,
+        {
+            "pyproject.toml": """
+            [project]
+            name = "parsekit"
+            version = "1.0"
+            dependencies = ["Jinja2>=3"]
+
+            [project.optional-dependencies]
+            diagrams = ["railroad-diagrams", "railroad-diagrams-extra"]
+            test = ["parsekit[diagrams]"]
+
+            [dependency-groups]
+            docs = ["Sphinx_Rtd_Theme"]
+            """
+        },
+    )
+    names = Reader(str(tmp_path)).declared_names()
+    assert names == {"jinja2", "railroad-diagrams", "railroad-diagrams-extra", "sphinx-rtd-theme"}
+    assert declared("railroad", names) == "railroad-diagrams"  # the shortest of the `railroad-...` names
+    assert declared("jinja2", names) == "jinja2" and declared("sphinx_rtd_theme", names) == "sphinx-rtd-theme"
+    assert declared("toolz", names) is None
 
 
 def test_own_modules_of_a_layout(tmp_path):
