@@ -35,7 +35,7 @@ import sys
 import time
 from array import array
 
-from tracers.pytrace import json_writer
+from tracers.pytrace import json_writer, unwinds
 from tracers.repo_code import CO_NEWLOCALS, CodeInfo, render_input
 from tracers.reprcache import FLAT, IMMUTABLE, same
 from tracers.reprcache import signature as signature_of
@@ -94,6 +94,7 @@ class EntryTracer:
         self._replacements = [(old, new) for old, new in replacements if old]
         self._abort_types = tuple(abort_types)
         self._codes = {}
+        self._return_offsets = {}
         self._lines = {}
         self._source_cache = {}
         self._max_items = (limits or Limits()).max_items
@@ -108,7 +109,9 @@ class EntryTracer:
         self._reset()
 
     def _reset(self):
-        self._frames = {}  # frame -> [frame_id, depth, last_event, repr cache, parent_id, entry, recorded]
+        # frame -> [frame_id, depth, last_event, repr cache, parent_id, entry, recorded, last exception raised,
+        # the ordinal after its last recorded event]
+        self._frames = {}
         self._entries = []
         self._ordinal = 0
         self._n_bytes = 0
@@ -176,7 +179,7 @@ class EntryTracer:
             parent_id, depth = self._parent_of(frame)
             state = self._frames.get(frame)
             if state is None:
-                state = [self._next_frame, depth, None, {}, parent_id, None, False]
+                state = [self._next_frame, depth, None, {}, parent_id, None, False, None, 0]
                 self._next_frame += 1
                 self._frames[frame] = state
             else:  # a generator resumed: its caller may have changed
@@ -207,11 +210,18 @@ class EntryTracer:
             state = self._frames.get(frame)
             if state is None:
                 return None
-            if event == "return" and state[2] == "exception":
-                self._frame_end(frame, state, "error")  # ends with its exception node
+            if event == "return" and (
+                state[2] == "exception" or (arg is None and state[7] is not None and self._unwinds(frame))
+            ):
+                # It leaves with its exception. When other code ran after that exception event (a `with`'s
+                # __exit__, a `finally`, a bare `raise`; a finalizer as its stack unwinds), the exception is
+                # repeated, so that the frame's trace ends with its exception node.
+                if state[2] != "exception" or (state[6] and state[8] != self._ordinal):
+                    self._end_with_exception(frame, state)
+                self._frame_end(frame, state, "error")
                 return None
             if event == "exception":
-                arg = arg[1] if arg[1] is not None else arg[0]
+                arg = state[7] = arg[1] if arg[1] is not None else arg[0]
             if self._recording():
                 self._emit(frame, state, self._codes[frame.f_code], event, arg)
             else:
@@ -225,6 +235,15 @@ class EntryTracer:
             raise
         except BaseException as error:
             return self._fail(error)
+
+    def _end_with_exception(self, frame, state):
+        if self._recording():
+            self._emit(frame, state, self._codes[frame.f_code], "exception", state[7])
+        else:
+            state[6] = False  # not recorded: the entry is cut where its recording stopped
+
+    def _unwinds(self, frame):
+        return unwinds(frame, frame.f_code, self._return_offsets)
 
     # -- bookkeeping -----------------------------------------------------------------------------------
     def _code_info(self, code):
@@ -347,6 +366,7 @@ class EntryTracer:
         self.n_events += 1
         state[2] = event
         state[6] = True
+        state[8] = self._ordinal
         if self._ordinal >= self.max_test_events:
             self.halt("max_test_events")
         elif self._clock() > self._record_until:

@@ -438,6 +438,8 @@ class MonitoringTracer(Tracer):
         return None
 
     def _m_unwind(self, code, offset, exception):
+        """PY_UNWIND: `return` with None, as settrace reports it; a frame that ran code after its exception
+        (`tracers.pytrace.unwinds`) ends with that exception again."""
         try:
             if code not in self._local_codes or self._get_ident() != self._thread:
                 return None
@@ -448,6 +450,10 @@ class MonitoringTracer(Tracer):
             if not frame.f_trace_lines:
                 self._stop(DISABLED)
             if state[2] == "exception":
+                state[2] = "unwound"
+                return None
+            if state[14] is not None:
+                self._emit(frame, state, "exception", state[14])
                 state[2] = "unwound"
                 return None
             self._emit(frame, state, "return", None)

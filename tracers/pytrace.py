@@ -31,6 +31,7 @@ frames stopped reporting (a frame left without its return event, `f_trace_lines`
 """
 
 import _functools
+import dis
 import functools
 import json
 import os
@@ -43,7 +44,8 @@ from json import encoder as _json_encoder
 from tracers.reprcache import signature, unchanged
 from tracers.saferepr import Limits, SafeRepr
 
-TRACER_VERSION = "4"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded
+TRACER_VERSION = "5"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
+# 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception
 EVENT_FIELDS = (
     "index",
     "event",
@@ -60,6 +62,25 @@ THREADS = "threads"  # the truncation reason of a trace whose traced code also r
 TAMPERED = "tampered:"  # + the audit event: the traced code reached for the tracer's hook or state
 DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reporting: events are missing
 _CLOSED = frozenset(("return", "unwound"))  # the last event of every frame of a call that ended by itself
+_RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE"))  # where a `return` event is not an unwind
+
+
+def unwinds(frame, code, offsets):
+    """Whether the `return` event of `frame` (running `code`) is the frame unwinding with an exception rather
+    than returning or yielding: settrace and PY_UNWIND report both as `return` with None. It unwinds when its
+    last instruction is no return or yield (a bare `raise`, a `with` whose __exit__ let the exception through,
+    the end of a `finally`). `offsets` caches each code's return and yield offsets."""
+    found = offsets.get(code)
+    if found is None:
+        found, previous = set(), None
+        for op in dis.get_instructions(code):
+            if op.opname in _RETURNS or previous == "YIELD_VALUE":  # 3.13 reports a yield at the RESUME after it
+                found.add(op.offset)
+            previous = op.opname
+        found = offsets[code] = frozenset(found)
+    return frame.f_lasti not in found
+
+
 _HOOK_EVENTS = frozenset(("sys.settrace", "sys.setprofile"))  # refused in the traced thread
 _WALK_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))  # refused in every thread
 # sys.monitoring (3.12+) is process-wide: its mutators are refused in every thread. Only register_callback raises
@@ -226,6 +247,7 @@ class Tracer:
         self._traced_codes = {}
         self._frames = {}  # frame -> state, see _new_state
         self._sources = {}  # code -> {lineno: the source line as a JSON string}
+        self._return_offsets = {}  # code -> offsets of its return and yield instructions (`unwinds`)
         self._names = {}  # local name -> its JSON string
         self._max_items = self._repr.limits.max_items
         self._deadline = 0.0
@@ -325,6 +347,11 @@ class Tracer:
             if event == "return" and state[2] == "exception":
                 state[2] = "unwound"  # the frame ends with its exception node; no return node
                 return self._local_hook
+            if event == "return" and arg is None and state[14] is not None:
+                if unwinds(frame, state[13], self._return_offsets):  # code ran after its exception, then it left
+                    self._emit(frame, state, "exception", state[14])
+                    state[2] = "unwound"
+                    return self._local_hook
             if event == "exception":
                 arg = arg[1] if arg[1] is not None else arg[0]
             self._emit(frame, state, event, arg)
@@ -350,7 +377,7 @@ class Tracer:
         fields, 6 the function's JSON string, 7 {lineno: source JSON}, and of its previous event: 8 the names
         of its locals (None: the next event writes them in full), 9 their values, 10 for each whether it is
         rendered again or checked at every event, 11 how many are capped, 12 the length of their full list;
-        13 its code (`frame.f_code` is an audited read)]."""
+        13 its code (`frame.f_code` is an audited read), 14 the last exception raised in it (None: none)]."""
         parent_id, depth = self._parent_of(frame)
         frame_id = len(self._frames)
         code = frame.f_code
@@ -372,6 +399,7 @@ class Tracer:
             0,
             2,
             code,
+            None,
         ]
         return state
 
@@ -385,6 +413,8 @@ class Tracer:
         if _monotonic() > self._deadline:
             self._stop("max_seconds")
         state[2] = event
+        if event == "exception":
+            state[14] = arg
         lineno = frame.f_lineno
         source = state[7].get(lineno)
         if source is None:

@@ -23,6 +23,9 @@ Where pdb and docs/architecture.md §7 differ by design, the comparison names th
   branch stays to pin ours should another version differ.
 - D5 breakpoints by text: pdb breaks on a line number, ours on a line's exact text, so a text that
   several lines share breaks at the first of them to run.
+- D6 leaving after a `finally` (or a `with`, a bare `raise`): the frame ran code after its exception event, then
+  unwinds; settrace reports a return with None and pdb stops there as a return. The tracer records the
+  frame's exception again at that line (tracers.pytrace.unwinds): the same stop, named otherwise.
 """
 
 from collections import Counter
@@ -43,8 +46,11 @@ def _check_stop(trace: Trace, tree, stop) -> None:
     if stop.kind == "unwind":  # its locals can differ: unwinding runs an except clause's `del name`
         assert trace.kinds[i] == "exception" and tree.is_end[i] and trace.functions[i] == stop.function
         return
+    kind = trace.kinds[i] if stop.kind == "event" else "return"
+    if stop.event == "return" and kind == "exception" and tree.is_end[i] and trace.kinds[i - 1] != "exception":
+        kind = "return"  # D6: the exception repeated as the frame unwinds is pdb's unwinding return
     assert (
-        trace.kinds[i] if stop.kind == "event" else "return",
+        kind,
         trace.functions[i],
         trace.linenos[i],
         trace.locals[i],

@@ -11,6 +11,8 @@ from hostile_helpers import beside_ordinary, hostile, trace_chunk
 from python_helpers import require_python
 from test_the_tracer_resists_cheap_forgery import HONEST_F, TAMPERING, UNSEEN
 
+from tracers.pytrace import TRACER_VERSION
+
 MONITORING_UNSEEN = {
     "monitoring_modules_replaced": "import tracers.monitoring as m, tracers.pytrace as p\n"
     "m.MonitoringTracer._m_call = lambda *a: None\nm.MonitoringTracer._m_line = lambda *a: None\n"
@@ -68,7 +70,7 @@ def test_both_backends_resist_the_same_tampering_in_the_sandbox():
             mine = {k: v for k, v in row.items() if k != "tracer_version"}
             theirs = {k: v for k, v in settrace_rows[name].items() if k != "tracer_version"}
             assert mine == theirs, name
-    assert {row["tracer_version"] for row in monitoring_rows.values()} == {"4+monitoring"}
+    assert {row["tracer_version"] for row in monitoring_rows.values()} == {TRACER_VERSION + "+monitoring"}
 
 
 BACKENDS = ("settrace", "monitoring")
@@ -119,7 +121,7 @@ def test_a_suite_gives_the_same_rows_with_both_backends(tmp_path):
     for backend in BACKENDS:
         rows[backend], failures[backend] = traced_repo(tmp_path, "calc", repo_fixtures.CALC, backend)
     assert failures["settrace"] == failures["monitoring"] == []
-    assert {row["tracer_version"] for row in rows["monitoring"]} == {"4+monitoring"}
+    assert {row["tracer_version"] for row in rows["monitoring"]} == {TRACER_VERSION + "+monitoring"}
     assert {row["python_version"][:4] for row in rows["monitoring"]} == {"3.12"}
     strip = [{k: v for k, v in row.items() if k != "tracer_version"} for row in rows["settrace"]]
     assert [{k: v for k, v in row.items() if k != "tracer_version"} for row in rows["monitoring"]] == strip

@@ -20,6 +20,7 @@ from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
+from tracers.pytrace import TRACER_VERSION
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -128,7 +129,7 @@ def test_doctests_are_traced_under_settrace(tmp_path):
     traces, failures, counters, _ = traced(tmp_path, "doctests", fixtures.DOCTESTS, tracer_backend="settrace")
     check_doctests(traces, failures)
     assert (counters["parity"].n_in, counters["parity"].n_out) == (3, 3)
-    assert {row["tracer_version"] for row in traces} == {"4"}
+    assert {row["tracer_version"] for row in traces} == {TRACER_VERSION}
 
 
 def test_doctests_are_traced_under_sys_monitoring(tmp_path):
@@ -137,7 +138,7 @@ def test_doctests_are_traced_under_sys_monitoring(tmp_path):
     python = require_python("3.12")
     traces, failures, _, _ = traced(tmp_path, "doctests", fixtures.DOCTESTS, python=python, tracer_backend="monitoring")
     check_doctests(traces, failures)
-    assert {row["tracer_version"] for row in traces} == {"4+monitoring"}
+    assert {row["tracer_version"] for row in traces} == {TRACER_VERSION + "+monitoring"}
 
 
 # -- E: tests that time themselves (class 10) -----------------------------------------------------------------

@@ -80,6 +80,31 @@ def gen_with_throw():
     next(it)
     return it.throw(KeyError())
 
+class Guard:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+class Noisy:
+    def __del__(self):
+        gone = True
+
+def fails_in_with(x):
+    with Guard():
+        raise ValueError(x)
+
+def reraises(x):
+    try:
+        fails(x)
+    except ValueError:
+        seen = True
+        raise
+
+def raises_while_holding():
+    return outer(Noisy(), 1 / 0)
+
 import threading
 
 def free_every_tool():
@@ -112,6 +137,7 @@ TESTS = [
     ("test_uncaught", lambda m: m.fails(3)),
     ("test_threaded", lambda m: m.threaded()),
     ("test_gen_throw", lambda m: m.gen_with_throw()),
+    ("test_unwinding", lambda m: [m.fails_in_with(1), m.reraises(2), m.raises_while_holding()]),
     ("test_past_budget", lambda m: [m.outer(i) for i in range(30)] + [m.fact(4) for _ in range(10)]),
     ("test_again", lambda m: (m.outer(5), m.consume(3), m.catches())),
     ("test_nothing_repo", lambda m: sorted(range(100), key=lambda v: -v)),

@@ -192,6 +192,91 @@ def test_exceptions_end_an_entry_with_error_and_caught_ones_do_not(tmp_path):
     assert catches["exit"] == "normal" and catches_events[-1]["arg"] == "'caught'"
 
 
+WITH_EXIT = """
+class Guard:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        cleaned = True
+        return False
+
+def fails_in_with(x):
+    with Guard():
+        raise ValueError(x)
+
+def fails_in_finally(x):
+    try:
+        raise KeyError(x)
+    finally:
+        done = True
+
+def reraises(x):
+    try:
+        raise KeyError(x)
+    except KeyError:
+        seen = True
+        raise
+
+def caught_then_none(x):
+    try:
+        raise KeyError(x)
+    except KeyError:
+        pass
+    return None
+"""
+
+
+@pytest.mark.parametrize(
+    "entry, arg, line",
+    [("fails_in_with", "ValueError(3)", 12), ("fails_in_finally", "KeyError(3)", 18), ("reraises", "KeyError(3)", 25)],
+)
+def test_a_frame_that_runs_code_after_its_exception_ends_with_it_again(tmp_path, entry, arg, line):
+    """A `with`'s __exit__, a `finally` or an `except` that re-raises runs after the frame's exception event;
+    settrace then reports the frame leaving as a `return` with None. The entry is an error ending with its
+    exception, repeated at the line it leaves from, as the function tracer records it."""
+    traced = Traced(tmp_path, WITH_EXIT)
+    traced.run(lambda m: getattr(m, entry)(3))
+    marks = {mark["qualname"]: (mark, events) for mark, events in traced.entries()}
+    mark, events = marks[entry]
+    assert (mark["exit"], mark["truncated"]) == ("error", False)
+    last = events[-1]
+    assert (last["event"], last["function"], last["arg"], last["lineno"]) == ("exception", entry, arg, line)
+    assert not [e for e in events if e["frame_id"] == 0 and e["event"] == "return"]
+    assert plain(events) == plain(trace_source(WITH_EXIT, entry, "3")["events"])
+    if entry == "fails_in_with":
+        assert marks["Guard.__exit__"][0]["exit"] == "normal"  # an entry of its own, whole
+
+
+def test_a_finalizer_that_runs_as_a_frame_unwinds_leaves_it_ending_with_its_exception(tmp_path):
+    """Popping the unwinding frame's stack frees an object whose __del__ is repository code: its events come
+    after the frame's exception and before the frame leaves, so the exception is repeated after them."""
+    traced = Traced(
+        tmp_path,
+        "class Noisy:\n    def __del__(self):\n        gone = True\n\ndef takes(a, b):\n    return a\n\n"
+        "def raises_while_holding():\n    return takes(Noisy(), 1 / 0)\n",
+    )
+    traced.run(lambda m: m.raises_while_holding())
+    marks = {mark["qualname"]: (mark, events) for mark, events in traced.entries()}
+    mark, events = marks["raises_while_holding"]
+    assert mark["exit"] == "error" and not mark["truncated"]
+    assert [(e["event"], e["function"]) for e in events][2:] == [
+        ("exception", "raises_while_holding"),
+        ("call", "Noisy.__del__"),
+        ("line", "Noisy.__del__"),
+        ("return", "Noisy.__del__"),
+        ("exception", "raises_while_holding"),
+    ]
+    assert events[-1]["arg"] == events[2]["arg"] == "ZeroDivisionError('division by zero')"
+
+
+def test_a_frame_that_caught_its_exception_still_returns(tmp_path):
+    traced = Traced(tmp_path, WITH_EXIT)
+    traced.run(lambda m: m.caught_then_none(3))
+    ((mark, events),) = traced.entries()
+    assert mark["exit"] == "normal" and events[-1]["event"] == "return" and events[-1]["arg"] == "None"
+
+
 def test_generators_are_traced_inside_entries_but_are_not_entries(tmp_path):
     traced = Traced(tmp_path, NESTED)
     traced.run(lambda m: m.consume(3))

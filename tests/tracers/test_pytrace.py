@@ -1,5 +1,6 @@
 """The tracer against a minimal reference `sys.settrace` hook, and its budgets and edge cases."""
 
+import dis
 import sys
 
 import pytest
@@ -12,17 +13,24 @@ REF_FILE = "<reference>"
 def reference_events(code: str, entry: str, input_text: str) -> list[tuple]:
     """(event, function, line) of every event of the code's frames, from the plainest possible hook.
 
-    One documented difference is applied: when an exception leaves a frame, settrace reports an
-    `exception` then a `return` with None; tracegen ends such a frame with its `exception` node.
+    Two documented differences are applied: when an exception leaves a frame, settrace reports an
+    `exception` then a `return` with None; tracegen ends such a frame with its `exception` node. And when the
+    frame ran more code after its exception (a bare `raise` in an `except`, a `with`, a `finally`), settrace's
+    `return` with None at an instruction that is no return or yield is the frame unwinding: tracegen ends it
+    with an `exception` node at that line.
     """
     namespace = {}
     exec(compile(code, REF_FILE, "exec"), namespace)
     args, kwargs = eval("(lambda *a, **k: (a, k))(%s)" % input_text, namespace)
-    events, last = [], {}
+    events, last, raised = [], {}, set()
 
     def hook(frame, event, arg):
         if frame.f_code.co_filename != REF_FILE:
             return None
+        raised.update([frame] if event == "exception" else [])
+        if event == "return" and arg is None and frame in raised and last.get(frame) != "exception":
+            at = {op.offset: op.opname for op in dis.get_instructions(frame.f_code)}.get(frame.f_lasti)
+            event = event if at in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE") else "exception"
         if not (event == "return" and last.get(frame) == "exception"):
             events.append((event, frame.f_code.co_qualname, frame.f_lineno))
         last[frame] = event
