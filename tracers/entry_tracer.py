@@ -21,7 +21,8 @@ open entries; events per test; bytes of the whole output; and a test's share of 
 (`start(record_s)`, from the plugin at each test's start): past it the test records nothing more, so a suite
 whose recording would outlast its run spreads what it can record over all its tests instead of spending it on
 the first ones (`halted = "time_share"`). The stream records an event only while the innermost open entry is
-within its budgets, so a test never writes more than its entries need.
+within its budgets, so a test never writes more than its entries need; a test that can record nothing more
+(halted) runs on without the settrace hook, at untraced speed, until the next test starts.
 The tracer keeps its own references to `sys.settrace` and `sys.gettrace` (bound when this module is
 imported, before any conftest runs), so a suite that replaces them cannot stop it from starting; one that
 turns tracing off during a test (`sys.settrace(None)`, its own trace function) leaves the hook it finds at
@@ -123,6 +124,7 @@ class EntryTracer:
         self._test_entries = 0
         self._test_function_counts = {}
         self.halted = None
+        self._detached = None  # after a halt under settrace: whether the hook was intact when it was removed
 
     # -- test boundaries ----------------------------------------------------------------------------
     def _set_hook(self, hook):
@@ -140,8 +142,9 @@ class EntryTracer:
         self._set_hook(self._hook)
 
     def intact(self):
-        """Whether the hook installed by `start()` is still this thread's trace function."""
-        return _gettrace() is self._hook
+        """Whether the hook installed by `start()` is still this thread's trace function (when the tracer took it
+        off itself after a halt: whether it was then)."""
+        return self._detached if self._detached is not None else _gettrace() is self._hook
 
     def stop(self):
         """Stop tracing the test; entries still open are closed as cut (exit never). Returns `intact()`."""
@@ -159,9 +162,22 @@ class EntryTracer:
         """The end of the run (the sys.monitoring tracer gives its tools back)."""
 
     def halt(self, reason):
-        """Record nothing more in this test (a budget, or the test is being aborted)."""
+        """Record nothing more in this test (a budget, or the test is being aborted; any thread may call it)."""
         if self.halted is None:
             self.halted = reason
+
+    def _halt_here(self, reason):
+        """`halt`, from the tracer's own callbacks in the traced thread: under settrace the hook also comes off
+        until the next test, so the rest of the test runs at untraced speed instead of paying a callback per
+        call and line for events that would be dropped."""
+        self.halt(reason)
+        if self.uses_settrace and self.tracing and self._detached is None:
+            try:
+                intact = _gettrace() is self._hook
+                self._set_hook(None)
+                self._detached = intact
+            except BaseException:  # near the recursion limit: the hook stays, and records nothing
+                pass
 
     # -- hooks ----------------------------------------------------------------------------------------
     def _on_call(self, frame, event, arg):
@@ -354,7 +370,7 @@ class EntryTracer:
             "null" if event in ("call", "line") else _dumps(self._text(arg)),
         )
         if not self.sink.write(line):
-            self.halt("max_output_bytes")
+            self._halt_here("max_output_bytes")
             state[2] = event
             state[6] = False
             return None
@@ -368,9 +384,9 @@ class EntryTracer:
         state[6] = True
         state[8] = self._ordinal
         if self._ordinal >= self.max_test_events:
-            self.halt("max_test_events")
+            self._halt_here("max_test_events")
         elif self._clock() > self._record_until:
-            self.halt("time_share")
+            self._halt_here("time_share")
         return pairs
 
     def _text(self, value):
@@ -435,5 +451,7 @@ class EntryTracer:
         return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
 
     def _fail(self, error):
-        self.halt("recursion_limit" if isinstance(error, RecursionError) else "tracer_error:" + type(error).__name__)
+        self._halt_here(
+            "recursion_limit" if isinstance(error, RecursionError) else "tracer_error:" + type(error).__name__
+        )
         return None

@@ -350,6 +350,18 @@ def test_a_test_past_its_time_share_records_nothing_more_and_the_next_test_start
     assert not any(mark["truncated"] for mark, _ in marks[1:])
 
 
+def test_a_halted_test_runs_on_without_the_hook_and_the_tracer_is_still_intact(tmp_path):
+    import sys
+
+    traced = Traced(tmp_path, NESTED)
+    hooks = []
+    traced.run(lambda m: (m.outer(1), hooks.append(sys.gettrace())), nodeid="test_slow", record_s=0.0)
+    assert hooks == [None]  # taken off at the halt, inside the test
+    assert traced.tracer._detached is True  # intact when it came off: stop() reports no tracer_disabled
+    traced.run(lambda m: (m.outer(2), hooks.append(sys.gettrace())), nodeid="test_next")
+    assert hooks[1] is not None and [mark["input"] for mark, _ in traced.entries()][-1] == "a=2, b=2"
+
+
 def test_each_test_gets_a_share_of_the_time_left_once_the_suite_is_collected():
     plugin = TracePlugin(tracer=None, sink=None, wall_s=100.0)
     assert plugin._record_s() is None  # before collection: nothing to share between
