@@ -113,7 +113,10 @@ class MonitoringEntryTracer(EntryTracer):
         self._recording_on = False
 
     def intact(self):
-        """Whether both tools are still this tracer's, with the events it set."""
+        """Whether both tools are still this tracer's, with the events it set (after a halt took the test's
+        events off: whether they were then)."""
+        if self._detached is not None:
+            return self._detached
         try:
             return bool(
                 self._discovery.intact(_PY_START, ())

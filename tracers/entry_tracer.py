@@ -22,7 +22,7 @@ open entries; events per test; bytes of the whole output; and a test's share of 
 whose recording would outlast its run spreads what it can record over all its tests instead of spending it on
 the first ones (`halted = "time_share"`). The stream records an event only while the innermost open entry is
 within its budgets, so a test never writes more than its entries need; a test that can record nothing more
-(halted) runs on without the settrace hook, at untraced speed, until the next test starts.
+(halted) runs on without the hook, at untraced speed, until the next test starts.
 The tracer keeps its own references to `sys.settrace` and `sys.gettrace` (bound when this module is
 imported, before any conftest runs), so a suite that replaces them cannot stop it from starting; one that
 turns tracing off during a test (`sys.settrace(None)`, its own trace function) leaves the hook it finds at
@@ -167,13 +167,13 @@ class EntryTracer:
             self.halted = reason
 
     def _halt_here(self, reason):
-        """`halt`, from the tracer's own callbacks in the traced thread: under settrace the hook also comes off
-        until the next test, so the rest of the test runs at untraced speed instead of paying a callback per
-        call and line for events that would be dropped."""
+        """`halt`, from the tracer's own callbacks in the traced thread: the hook also comes off until the next
+        test (settrace's; sys.monitoring's per-test events, as at a test's end), so the rest of the test runs
+        at untraced speed instead of paying a callback per call and line for events that would be dropped."""
         self.halt(reason)
-        if self.uses_settrace and self.tracing and self._detached is None:
+        if self.tracing and self._detached is None:
             try:
-                intact = _gettrace() is self._hook
+                intact = self.intact()
                 self._set_hook(None)
                 self._detached = intact
             except BaseException:  # near the recursion limit: the hook stays, and records nothing

@@ -138,6 +138,8 @@ TESTS = [
     ("test_threaded", lambda m: m.threaded()),
     ("test_gen_throw", lambda m: m.gen_with_throw()),
     ("test_unwinding", lambda m: [m.fails_in_with(1), m.reraises(2), m.raises_while_holding()]),
+    ("test_halted", lambda m: [m.outer(i) for i in range(5)] + [m.fact(5), m.consume(3)]),  # no time to record
+    ("test_after_halt", lambda m: (m.outer(7), m.fact(3))),
     ("test_past_budget", lambda m: [m.outer(i) for i in range(30)] + [m.fact(4) for _ in range(10)]),
     ("test_again", lambda m: (m.outer(5), m.consume(3), m.catches())),
     ("test_nothing_repo", lambda m: sorted(range(100), key=lambda v: -v)),
@@ -187,7 +189,7 @@ def main(argv):
     spec.loader.exec_module(module)  # after the tracer exists, as a suite's imports come after the plugin's
     for nodeid, test in HOSTILE_TESTS if hostile else TESTS:
         sink.obj(type="test", nodeid=nodeid)
-        tracer.start()
+        tracer.start(0.0 if nodeid == "test_halted" else None)
         try:
             test(module)
         except Exception:
