@@ -7,6 +7,7 @@ backend; what only one backend has is tested in test_bwrap.py / test_docker.py.
 
 import dataclasses
 import os
+import select
 import subprocess
 import time
 import uuid
@@ -203,11 +204,13 @@ def test_a_started_sandbox_runs_apart_from_one_shot_commands(backend):
     waits until its uid has no process left, never waits for the long-lived one's processes."""
     if os.geteuid() != 0:
         pytest.skip("the sandbox uids are set only as root")
-    code = "import os, sys, time; sys.stderr.write('%d\\n' % os.getuid()); time.sleep(60)"
+    code = "import os, sys, time; print(os.getuid(), flush=True); time.sleep(60)"
     process = backend.start([backend.python, "-c", code])
     try:
+        ready, _, _ = select.select([process.stdout], [], [], 60)  # it runs before the one-shot starts
+        long_lived = int(os.read(process.stdout, 100).split()[0]) if ready else None
         one_shot = python(backend, "import os; print(os.getuid())")
     finally:
-        started = process.stop("stopped by the test")
-    assert int(started.stderr_tail.split()[0]) == sandbox_uid(long_lived=True)
+        process.stop("stopped by the test")
+    assert long_lived == sandbox_uid(long_lived=True)
     assert int(one_shot.stdout_tail) == uid_of(backend) != sandbox_uid(long_lived=True)
