@@ -124,7 +124,7 @@ class EntryTracer:
         self._test_entries = 0
         self._test_function_counts = {}
         self.halted = None
-        self._detached = None  # after a halt under settrace: whether the hook was intact when it was removed
+        self._detached = None  # after a halt took the hook off: whether it was intact then
 
     # -- test boundaries ----------------------------------------------------------------------------
     def _set_hook(self, hook):
