@@ -1,7 +1,7 @@
 """Files, manifest size and driver memory of a large dataset, before and after compaction (issue 13 item 6).
 
 A simulation: generated `traces` rows (no tracing; 10-18 events each, with random locals), written by the
-real writer (`write_table_shards`, in --workers processes) as a job's units write them (one shard per unit
+real writer (`UnitSink`, in --workers processes) as a job's units write them (one shard per unit
 of --unit-rows rows, a completion record each), then the real manifest, then the real compaction stage
 (Ray tasks, default sizes) and the new manifest. Measured side by side in one run: files per table, bytes
 per file, manifest.json size (format 1 as the code before wrote it: every shard inline; format 2), the
@@ -24,15 +24,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import pyarrow as pa
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.engine.compaction import CompactionSettings, compact  # noqa: E402
 from pipeline.engine.dataset import UnitRecord, open_root, write_manifest  # noqa: E402
+from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.engine.orchestrate import start_ray  # noqa: E402
-from pipeline.writers.parquet import write_table_shards  # noqa: E402
-from schemas import schema_of  # noqa: E402
 
 WORDS = ["total", "items", "x", "y", "acc", "result", "node", "i", "j", "key", "value", "seen", "stack"]
 
@@ -64,7 +61,7 @@ def template_events(rng: random.Random) -> list[dict]:
     return events
 
 
-def unit_table(unit: int, rows: int, rng: random.Random) -> pa.Table:
+def unit_rows(unit: int, rows: int, rng: random.Random) -> list[dict]:
     out = []
     for i in range(rows):
         rid = f"rec{unit * rows + i}"
@@ -87,7 +84,7 @@ def unit_table(unit: int, rows: int, rng: random.Random) -> pa.Table:
                 "events": events,
             }
         )
-    return pa.Table.from_pylist(out, schema=schema_of("traces"))
+    return out
 
 
 def write_units(span: tuple[int, int, int, str]) -> list[UnitRecord]:
@@ -97,8 +94,9 @@ def write_units(span: tuple[int, int, int, str]) -> list[UnitRecord]:
     rng = random.Random(begin)
     records = []
     for unit in range(begin, end):
-        shards = write_table_shards(fs, root, "traces", unit_table(unit, rows, rng), unit)
-        records.append(UnitRecord(unit, f"u-{unit:05d}", "bench", {"traces": shards}, {}, str(unit)))
+        sink = UnitSink(out, unit, 3)
+        sink.write("traces", unit_rows(unit, rows, rng))
+        records.append(UnitRecord(unit, f"u-{unit:05d}", "bench", sink.close(), {}, str(unit)))
     return records
 
 

@@ -25,15 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import repo_fixtures  # noqa: E402
 
+from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.engine.stats import StageCounters  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
 from pipeline.sources.git_cache import GitCache  # noqa: E402
@@ -43,8 +41,6 @@ from pipeline.stages.repos.install import install_repo  # noqa: E402
 from pipeline.stages.repos.report import report_run  # noqa: E402
 from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
 from pipeline.stages.repos.trace import RepoFailures  # noqa: E402
-from pipeline.writers.parquet import write_table_shards  # noqa: E402
-from schemas import schema_of  # noqa: E402
 
 WORDKIT = {
     "pyproject.toml": """
@@ -202,9 +198,10 @@ def build_repo(root: Path, cases: int) -> Path:
 
 def write_seconds(tables: dict[str, list[dict]], out: str) -> float:
     start = time.perf_counter()
-    fs = pafs.LocalFileSystem()
+    sink = UnitSink(out, 0, 3)
     for name, rows in tables.items():
-        write_table_shards(fs, out, name, pa.Table.from_pylist(rows, schema=schema_of(name)), 0)
+        sink.write(name, rows)
+    sink.close()
     return time.perf_counter() - start
 
 

@@ -2,7 +2,8 @@
 
 A kind is a small class: its config type (only the settings its units use), its command-line options,
 a preflight check of the machine, the plan of its units, and `produce`, which turns one unit's payload
-into rows. Kinds are listed explicitly in `pipeline.kinds.KINDS`; the CLI and `jobs/` loop over that list.
+into rows (streamed to the unit's sink). Kinds are listed explicitly in `pipeline.kinds.KINDS`; the CLI and
+`jobs/` loop over that list.
 """
 
 import argparse
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.executor import Unit
+from pipeline.engine.executor import Unit, UnitSink
 from pipeline.engine.stats import StageOutput
 
 C = TypeVar("C", bound=KindConfig)
@@ -54,5 +55,6 @@ class JobKind(ABC, Generic[C]):
         return {}
 
     @abstractmethod
-    def produce(self, payload: Any, unit_id: str, config: C) -> StageOutput:
-        """One unit's rows per table and its stage counters (runs in a Ray task)."""
+    def produce(self, payload: Any, unit_id: str, config: C, sink: UnitSink) -> StageOutput:
+        """One unit's rows and its stage counters (runs in a Ray task). A kind whose unit can be large writes
+        its rows to `sink` in batches as it makes them; rows in the returned tables are written after those."""

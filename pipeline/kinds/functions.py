@@ -5,7 +5,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import RayTasks, map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -230,7 +230,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
         records, duplicates, dedup = find_duplicates(records, config.dedup)
         return chunk_units(records, read_failures, duplicates, {"read": read, "dedup": dedup}, config.chunk_size)
 
-    def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig) -> StageOutput:
+    def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig, sink: UnitSink) -> StageOutput:
         """Trace one chunk in the sandbox, then sample trajectories from its traces."""
         sandbox = make_sandbox(config.sandbox, python=config.python)
         traced = trace_functions(payload.records, sandbox, config.trace, unit_id)

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -114,7 +114,7 @@ class GoKind(JobKind[GoConfig]):
             )
         return units
 
-    def produce(self, payload: GoProgram | NotAProgram, unit_id: str, config: GoConfig) -> StageOutput:
+    def produce(self, payload: GoProgram | NotAProgram, unit_id: str, config: GoConfig, sink: UnitSink) -> StageOutput:
         """Trace the program N times and compute its next-event distributions."""
         if isinstance(payload, NotAProgram):
             return not_a_program(payload, unit_id)

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import open_root, read_manifest, table_shards
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.engine.versions import resolve_dataset, shard_file
@@ -156,7 +156,7 @@ class PackKind(JobKind[PackConfig]):
     def beside(self, units: list[Unit], config: PackConfig) -> dict[str, str]:
         return {TOKENIZER_FILE: units[0].payload.tokenizer}
 
-    def produce(self, payload: PackShards, unit_id: str, config: PackConfig) -> StageOutput:
+    def produce(self, payload: PackShards, unit_id: str, config: PackConfig, sink: UnitSink) -> StageOutput:
         counters = StageCounters("pack")
         with counters.timed():
             documents = self._documents(payload, config.holdout)

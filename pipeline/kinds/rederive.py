@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import open_root, read_manifest, table_shards
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -115,7 +115,7 @@ class RederiveKind(JobKind[RederiveConfig]):
             units.append(Unit(index, f"rederive-{unit}", payload, digest))
         return units
 
-    def produce(self, payload: ProgramShards, unit_id: str, config: RederiveConfig) -> StageOutput:
+    def produce(self, payload: ProgramShards, unit_id: str, config: RederiveConfig, sink: UnitSink) -> StageOutput:
         runs, traces = _read_rows(payload.source, payload.runs), _read_rows(payload.source, payload.traces)
         counters = StageCounters("go_runs")
         counters.n_in = len(runs)

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from pipeline.engine.config import UNHASHED
 from pipeline.engine.errors import SetupError
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
 from pipeline.kinds.options import (
@@ -42,7 +42,7 @@ from pipeline.sources.repos import RepoSpec, read_repo_manifest
 from pipeline.sources.sdist import SdistCache
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
-from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
+from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
 
 
 def default_cache_dir() -> str:
@@ -134,11 +134,17 @@ class ReposKind(JobKind[ReposConfig]):
         """A bad manifest is a ValueError before anything runs, naming the file, line and key."""
         return repo_units(read_repo_manifest(source))
 
-    def produce(self, payload: RepoSpec, unit_id: str, config: ReposConfig) -> StageOutput:
-        """Trace one repository, then sample trajectories from its traces. What the repository does wrong is
-        a failures row; what is wrong with this machine (no sandbox, an unwritable cache) raises, so the
-        unit stays unfinished and a re-run retries it."""
+    def produce(self, payload: RepoSpec, unit_id: str, config: ReposConfig, sink: UnitSink) -> StageOutput:
+        """Trace one repository, sampling trajectories from each batch of traces as it is cut; both are written
+        batch by batch. What the repository does wrong is a failures row; what is wrong with this machine (no
+        sandbox, an unwritable cache) raises, so the unit stays unfinished and a re-run retries it."""
         root, pip_cache = config.caches()
+        sampler = TrajectorySampler(config.sampling, unit_id)
+
+        def emit(traces: list[dict]) -> None:
+            sink.write("traces", traces)
+            sink.write("trajectories", sampler.sample(traces))
+
         traced = trace_repo(
             payload,
             make_sandbox(config.sandbox, python=config.python),
@@ -148,5 +154,6 @@ class ReposKind(JobKind[ReposConfig]):
             work_root=config.work_dir or None,
             pip_cache=pip_cache,
             sdists=SdistCache(os.path.join(root, "sdist")),
+            emit=emit,
         )
-        return traced + sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)
+        return traced + sampler.output()

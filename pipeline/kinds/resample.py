@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import open_root, read_manifest, table_shards
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
 from pipeline.engine.versions import shard_file
@@ -79,7 +79,7 @@ class ResampleKind(JobKind[ResampleConfig]):
             ]
         return [Unit(index, f"resample-{index:05d}", payload, digest) for index, (payload, digest) in enumerate(pieces)]
 
-    def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig) -> StageOutput:
+    def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig, sink: UnitSink) -> StageOutput:
         fs, root = open_root(payload.source)
         with fs.open_input_file(shard_file(root, payload.path)) as source:
             if payload.row_group < 0:

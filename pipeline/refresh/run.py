@@ -32,7 +32,7 @@ from pipeline.engine.dataset import (
     write_index,
     write_manifest,
 )
-from pipeline.engine.executor import Unit, execute_unit, fingerprint
+from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
 from pipeline.engine.orchestrate import TerminalProgress, map_tasks, run_units, start_ray
 from pipeline.engine.versions import (
@@ -89,10 +89,10 @@ class RefreshResult:
         )
 
 
-def produce_any(payload: tuple[str, Any], unit_id: str, configs: RefreshConfigs):
+def produce_any(payload: tuple[str, Any], unit_id: str, configs: RefreshConfigs, sink: UnitSink):
     """A refresh unit's rows: its kind's own `produce` under that kind's config."""
     command, inner = payload
-    return kind_named(command).produce(inner, unit_id, configs.by_command()[command])
+    return kind_named(command).produce(inner, unit_id, configs.by_command()[command], sink)
 
 
 def preflight(sources: Sources, configs: RefreshConfigs) -> None:

@@ -50,47 +50,55 @@ class SamplingSettings:
             )
 
 
+class TrajectorySampler:
+    """Samples trajectories from `traces` rows batch by batch, as a unit makes them (positions run on across
+    batches): `sample(rows)` returns the batch's `trajectories` rows; `failures` and `counters` gather over all
+    batches (`n_in` counts traces, `n_out` trajectories, `dropped` failed traces by error type)."""
+
+    def __init__(self, sampling: SamplingSettings, unit_id: str):
+        self.sampling, self.unit_id = sampling, unit_id
+        self.counters = StageCounters(STAGE)
+        self.failures: list[dict] = []
+
+    def sample(self, trace_rows: list[dict]) -> list[dict]:
+        """The rows' trajectories: trace order, then forward before inverse, then sample index."""
+        sampling, counters = self.sampling, self.counters
+        rows: list[dict] = []
+        with counters.timed():
+            for row in trace_rows:
+                position = counters.n_in
+                counters.n_in += 1
+                trace_id = row.get("trace_id") if isinstance(row, dict) else None
+                source_id = row.get("source_id") if isinstance(row, dict) else None
+                try:
+                    trace = Trace.from_row(row)
+                    produced = [
+                        trajectory_row(t)
+                        for t in sample_trajectories(trace, sampling.policy, sampling.seed, sampling.per_trace)
+                    ]
+                except TraceShapeError as error:
+                    self._fail(source_id, trace_id, position, error.error_type, str(error))
+                    continue
+                except Exception as error:  # a bug or an unforeseen shape: one trace, not the unit
+                    message = f"unexpected error while sampling: {error}"
+                    self._fail(source_id, trace_id, position, type(error).__name__, message)
+                    continue
+                rows.extend(produced)
+                counters.n_out += len(produced)
+        return rows
+
+    def _fail(self, source_id, trace_id, position, error_type, message) -> None:
+        ref = f"trace:{trace_id}" if trace_id else f"trace-row:{position}"
+        message = f"trace {trace_id or position!r}: {message}"
+        self.failures.append(failure_row(self.unit_id, source_id, STAGE, error_type, message, ref))
+        self.counters.drop(error_type)
+
+    def output(self, trajectories: list[dict] | None = None) -> StageOutput:
+        """The stage's output: `trajectories` (those not yet written), the failures and the counters."""
+        return StageOutput({"trajectories": trajectories or [], "failures": self.failures}, {STAGE: self.counters})
+
+
 def sample_trajectories_stage(trace_rows: list[dict], sampling: SamplingSettings, unit_id: str) -> StageOutput:
-    """`trajectories` rows (trace order, then forward before inverse, then sample index), `failures` rows,
-    and the `trajectories` counters: `n_in` counts traces, `n_out` trajectories, `dropped` failed traces
-    by error type.
-    """
-    counters = StageCounters(STAGE)
-    rows: list[dict] = []
-    failures: list[dict] = []
-    with counters.timed():
-        for position, row in enumerate(trace_rows):
-            counters.n_in += 1
-            trace_id = row.get("trace_id") if isinstance(row, dict) else None
-            source_id = row.get("source_id") if isinstance(row, dict) else None
-            try:
-                trace = Trace.from_row(row)
-                produced = [
-                    trajectory_row(t)
-                    for t in sample_trajectories(trace, sampling.policy, sampling.seed, sampling.per_trace)
-                ]
-            except TraceShapeError as error:
-                failures.append(_failure(unit_id, source_id, trace_id, position, error.error_type, str(error)))
-                counters.drop(error.error_type)
-                continue
-            except Exception as error:  # a bug or an unforeseen shape: one trace, not the unit
-                failures.append(
-                    _failure(
-                        unit_id,
-                        source_id,
-                        trace_id,
-                        position,
-                        type(error).__name__,
-                        f"unexpected error while sampling: {error}",
-                    )
-                )
-                counters.drop(type(error).__name__)
-                continue
-            rows.extend(produced)
-            counters.n_out += len(produced)
-    return StageOutput({"trajectories": rows, "failures": failures}, {STAGE: counters})
-
-
-def _failure(unit_id, source_id, trace_id, position, error_type, message) -> dict:
-    ref = f"trace:{trace_id}" if trace_id else f"trace-row:{position}"
-    return failure_row(unit_id, source_id, STAGE, error_type, f"trace {trace_id or position!r}: {message}", ref)
+    """`trajectories` and `failures` rows of a batch of traces, with the stage's counters (`TrajectorySampler`)."""
+    sampler = TrajectorySampler(sampling, unit_id)
+    return sampler.output(sampler.sample(trace_rows))

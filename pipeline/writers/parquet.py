@@ -1,9 +1,9 @@
-"""Shard writer: one unit's rows of one table as zstd Parquet with deterministic names.
+"""Shard writer: one unit's rows of one table, streamed as zstd Parquet with deterministic names.
 
 Names are `part-{unit:05d}-{seq:04d}.parquet`, so a retried unit overwrites its own shards and never
 adds new ones (`remove_stale_shards` deletes those a dead attempt wrote beyond the retry's). Each shard
-is written under a temporary name and renamed into place, so a reader never sees a partial file. Row
-groups are sized for streaming by estimated uncompressed bytes.
+is written under a temporary name and renamed into place, so a reader never sees a partial file. Rows are
+written as they arrive (`TableShardWriter`): row groups and shards are cut by estimated uncompressed bytes.
 """
 
 import hashlib
@@ -67,41 +67,122 @@ def rows_per_group(table: pa.Table, target_bytes: int) -> int:
     return max(1, int(target_bytes * table.num_rows / max(1, table.nbytes)))
 
 
-def write_table_shards(
-    fs: pafs.FileSystem,
-    root: str,
-    table_name: str,
-    table: pa.Table,
-    unit: int,
-    zstd_level: int = 3,
-    shard_bytes: int = SHARD_BYTES,
-    row_group_bytes: int = ROW_GROUP_BYTES,
-) -> list[ShardInfo]:
-    """Write `table` (already in its explicit schema) as the shards of `unit`; returns their infos."""
-    if table.num_rows == 0:
-        return []
-    fs.create_dir(f"{root}/{table_name}", recursive=True)
-    step = rows_per_group(table, shard_bytes)
-    group_rows = rows_per_group(table, row_group_bytes)
-    shards = []
-    for seq, offset in enumerate(range(0, table.num_rows, step)):
-        part = table.slice(offset, step)
-        relative = f"{table_name}/{shard_name(unit, seq)}"
-        final = f"{root}/{relative}"
-        temporary = temporary_path(final)
-        with fs.open_output_stream(temporary) as sink:
-            pq.write_table(
-                part,
-                sink,
-                compression="zstd",
-                compression_level=zstd_level,
-                row_group_size=group_rows,
-                write_statistics=True,
-            )
-        fs.move(temporary, final)
-        size, digest = _size_and_digest(fs, final)
-        shards.append(ShardInfo(relative, part.num_rows, size, digest))
-    return shards
+class RowGroups:
+    """Cuts a stream of tables (one schema) into row groups of about `target_bytes` uncompressed.
+
+    `add` returns the groups its part completed, `finish` the last one: memory is one group plus one part,
+    whatever the stream's length, and the same parts always give the same groups."""
+
+    def __init__(self, target_bytes: int):
+        self.target_bytes = target_bytes
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
+
+    def add(self, part: pa.Table) -> list[pa.Table]:
+        groups = []
+        step = rows_per_group(part, self.target_bytes)
+        for offset in range(0, part.num_rows, step):
+            piece = part.slice(offset, step)
+            if self._pending and self._pending_bytes + piece.nbytes > self.target_bytes:
+                groups.extend(self.finish())
+            self._pending.append(piece)
+            self._pending_bytes += piece.nbytes
+        return groups
+
+    def finish(self) -> list[pa.Table]:
+        if not self._pending:
+            return []
+        group = pa.concat_tables(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        return [group]
+
+
+class ShardFileWriter:
+    """One Parquet file being written: row groups appended under a temporary name (`temporary_path`), renamed
+    into place by `close`, which returns its `ShardInfo`; `abort` deletes the temporary."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str, relative: str, schema: pa.Schema, zstd_level: int = 3):
+        self.fs, self.relative = fs, relative
+        self.final = f"{root}/{relative}"
+        fs.create_dir(self.final.rsplit("/", 1)[0], recursive=True)
+        self.temporary = temporary_path(self.final)
+        self._stream = fs.open_output_stream(self.temporary)
+        self._writer = pq.ParquetWriter(
+            self._stream, schema, compression="zstd", compression_level=zstd_level, write_statistics=True
+        )
+        self.rows = 0
+        self.nbytes = 0  # uncompressed, as Arrow counts it
+
+    def write_group(self, group: pa.Table) -> None:
+        self._writer.write_table(group, row_group_size=max(1, group.num_rows))
+        self.rows += group.num_rows
+        self.nbytes += group.nbytes
+
+    def close(self) -> ShardInfo:
+        self._writer.close()
+        self._stream.close()
+        self.fs.move(self.temporary, self.final)
+        size, digest = _size_and_digest(self.fs, self.final)
+        return ShardInfo(self.relative, self.rows, size, digest)
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+            self._stream.close()
+        finally:
+            self.fs.delete_file(self.temporary)
+
+
+class TableShardWriter:
+    """One unit's shards of one table, written as rows arrive: a row group each time about `row_group_bytes`
+    (uncompressed) have gathered, a new shard file (`part-UNIT-SEQ`) once the open one holds `shard_bytes`.
+
+    A unit's output is never held whole: memory is one row group plus the part being added. The same parts
+    give the same files, so a retried unit's shards are byte-identical to its first attempt's."""
+
+    def __init__(
+        self,
+        fs: pafs.FileSystem,
+        root: str,
+        table_name: str,
+        schema: pa.Schema,
+        unit: int,
+        zstd_level: int = 3,
+        shard_bytes: int = SHARD_BYTES,
+        row_group_bytes: int = ROW_GROUP_BYTES,
+    ):
+        self.fs, self.root, self.table_name, self.schema = fs, root, table_name, schema
+        self.unit, self.zstd_level, self.shard_bytes = unit, zstd_level, shard_bytes
+        self._groups = RowGroups(row_group_bytes)
+        self._file: ShardFileWriter | None = None
+        self.shards: list[ShardInfo] = []
+
+    def write(self, part: pa.Table) -> None:
+        for group in self._groups.add(part):
+            self._write_group(group)
+
+    def close(self) -> list[ShardInfo]:
+        """Write what is left; returns the shards in order (none for a table that got no rows)."""
+        for group in self._groups.finish():
+            self._write_group(group)
+        if self._file is not None:
+            self.shards.append(self._file.close())
+            self._file = None
+        return self.shards
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.abort()
+            self._file = None
+
+    def _write_group(self, group: pa.Table) -> None:
+        if self._file is not None and self._file.nbytes >= self.shard_bytes:
+            self.shards.append(self._file.close())
+            self._file = None
+        if self._file is None:
+            relative = f"{self.table_name}/{shard_name(self.unit, len(self.shards))}"
+            self._file = ShardFileWriter(self.fs, self.root, relative, self.schema, self.zstd_level)
+        self._file.write_group(group)
 
 
 def write_merged_shard(
@@ -113,39 +194,20 @@ def write_merged_shard(
     zstd_level: int = 3,
     row_group_bytes: int = ROW_GROUP_BYTES,
 ) -> ShardInfo:
-    """Write the concatenation of `parts` (each in `schema`) as one file at `relative`, streaming: a row group
-    is flushed each time about `row_group_bytes` (uncompressed) have gathered, so memory stays at one row
-    group plus one part whatever the file's size. Temp name, then rename; the same parts give the same bytes."""
-    final = f"{root}/{relative}"
-    fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
-    temporary = temporary_path(final)
-    rows = 0
-    with fs.open_output_stream(temporary) as sink:
-        writer = pq.ParquetWriter(sink, schema, compression="zstd", compression_level=zstd_level, write_statistics=True)
-        pending: list[pa.Table] = []
-        pending_bytes = 0
-
-        def flush() -> None:
-            nonlocal pending, pending_bytes
-            if pending:
-                group = pa.concat_tables(pending)
-                writer.write_table(group, row_group_size=max(1, group.num_rows))
-            pending, pending_bytes = [], 0
-
+    """Write the concatenation of `parts` (each in `schema`) as one file at `relative`, streaming (`RowGroups`:
+    memory stays at one row group plus one part whatever the file's size); the same parts give the same bytes."""
+    writer = ShardFileWriter(fs, root, relative, schema, zstd_level)
+    groups = RowGroups(row_group_bytes)
+    try:
         for part in parts:
-            step = rows_per_group(part, row_group_bytes)
-            for offset in range(0, part.num_rows, step):
-                piece = part.slice(offset, step)
-                if pending and pending_bytes + piece.nbytes > row_group_bytes:
-                    flush()
-                pending.append(piece)
-                pending_bytes += piece.nbytes
-                rows += piece.num_rows
-        flush()
-        writer.close()
-    fs.move(temporary, final)
-    size, digest = _size_and_digest(fs, final)
-    return ShardInfo(relative, rows, size, digest)
+            for group in groups.add(part):
+                writer.write_group(group)
+        for group in groups.finish():
+            writer.write_group(group)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
 
 
 def remove_stale_shards(fs: pafs.FileSystem, root: str, table_name: str, unit: int, first_seq: int) -> int:

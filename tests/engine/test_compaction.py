@@ -44,7 +44,7 @@ class PlainConfig(KindConfig):
     kind: ClassVar[str] = "test"
 
 
-def produce(payload, unit_id):
+def produce(payload, unit_id, sink=None):
     """Rows of two tables per unit (~1 KB of zstd each); unit 7 has no failures, unit 9 no rows at all."""
     n = int(payload)
     if n == 9:

@@ -30,7 +30,7 @@ def duplicate(source: str) -> dict:
     return {"unit_id": "u", "source_id": source, "duplicate_of": "kept", "similarity": 0.9, "input_ref": "x:1"}
 
 
-def produce_first(payload, unit_id):
+def produce_first(payload, unit_id, sink=None):
     return StageOutput(
         {
             "duplicates": [duplicate("a"), duplicate("b")],
@@ -39,7 +39,7 @@ def produce_first(payload, unit_id):
     )
 
 
-def produce_second(payload, unit_id):
+def produce_second(payload, unit_id, sink=None):
     return StageOutput({"duplicates": [duplicate("a"), duplicate("b")], "failures": []})
 
 
@@ -96,7 +96,7 @@ def test_a_job_over_another_input_on_the_same_output_does_not_get_the_old_rows(t
     run_inline(monkeypatch)
     out, config = str(tmp_path / "out"), PlainConfig()
 
-    def produce(source, unit_id):
+    def produce(source, unit_id, sink=None):
         if source == "first-input":
             return StageOutput(produce_first(source, unit_id).tables | {"duplicates": [duplicate(source)]})
         return StageOutput({"duplicates": [duplicate(source)]})

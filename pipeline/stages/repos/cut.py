@@ -6,6 +6,7 @@ import os
 import stat
 import time
 import tokenize
+from collections.abc import Callable
 
 from pipeline.engine.stats import StageCounters
 from pipeline.sources.repos import RepoSpec
@@ -62,6 +63,8 @@ MAX_SOURCE_BYTES = 8 << 20  # a larger file is not read: its functions' code is 
 SOURCE_BUDGET = 128 << 20  # characters read from files plus characters tokenized, per repository run
 FILE_CACHE_CHARS = 64 << 20  # the most recently used files' text kept, for the next blocks of each
 ROW_TEXT_BUDGET = 256 << 20  # characters of the text rows repeat (code, test id) over one repository run
+BATCH_ROWS = 256  # an emitted batch of rows holds at most this many rows ...
+BATCH_EVENTS = 1 << 16  # ... or about this many events
 
 
 class SourceReader:
@@ -142,7 +145,10 @@ class SourceReader:
 
 
 class EntryCutter:
-    """Called with each parsed test: cuts its entries into `traces` rows, identical traces once."""
+    """Called with each parsed test: cuts its entries into `traces` rows, identical traces once.
+
+    With `emit`, rows leave in batches (BATCH_ROWS rows or BATCH_EVENTS events, whichever comes first; the
+    last at `finish`) so a repository's traces are never held at once; without it `finish` returns them all."""
 
     def __init__(
         self,
@@ -152,6 +158,7 @@ class EntryCutter:
         counter: StageCounters,
         baseline: dict[str, str | None] | None = None,
         row_text_budget: int = ROW_TEXT_BUDGET,
+        emit: Callable[[list[dict]], None] | None = None,
     ):
         """`baseline`: each test's outcome in the untraced run (None: no parity run); a trace is `perturbed`
         when its test ended otherwise there, unknown (null) when that run did not finish the test.
@@ -166,7 +173,10 @@ class EntryCutter:
         self.sources = SourceReader(checkout.path)
         self.row_text_budget = self.row_text_left = row_text_budget
         self.over_row_text_budget = 0
-        self.rows: list[dict] = []
+        self.emit = emit
+        self.batch: list[dict] = []
+        self.batch_events = 0
+        self.n_rows = self.n_events = 0
         self.bad: list[str] = []
         self.seen: set[str] = set()
         self.seconds = 0.0
@@ -199,7 +209,10 @@ class EntryCutter:
                 continue
             self.row_text_left -= repeated
             self.seen.add(trace_id)
-            self.rows.append(
+            self.n_rows += 1
+            self.n_events += len(events)
+            self.batch_events += len(events)
+            self.batch.append(
                 {
                     "trace_id": trace_id,
                     "source_id": f"{self.spec.name}@{self.checkout.commit}:{entry['path']}:{entry['qualname']}",
@@ -226,8 +239,15 @@ class EntryCutter:
         elapsed = time.perf_counter() - start
         self.seconds += elapsed
         self.counter.seconds += elapsed
+        if self.emit is not None and (len(self.batch) >= BATCH_ROWS or self.batch_events >= BATCH_EVENTS):
+            self._flush(self.emit)
+
+    def _flush(self, emit: Callable[[list[dict]], None]) -> None:
+        batch, self.batch, self.batch_events = self.batch, [], 0
+        emit(batch)
 
     def finish(self, fail) -> list[dict]:
+        """Report what was dropped; the rows not emitted (all of them without `emit`)."""
         if self.bad:
             self.counter.drop("BadEntry", len(self.bad))
             fail(
@@ -245,6 +265,8 @@ class EntryCutter:
                 f"and test ids their rows repeat passed {self.row_text_budget:,} characters in all (many entries of "
                 f"long functions or of tests with long ids; trace fewer tests per run, or fewer distinct inputs)",
             )
-        self.counter.n_out = len(self.rows)
-        self.counter.events = sum(row["n_events"] for row in self.rows)
-        return self.rows
+        self.counter.n_out = self.n_rows
+        self.counter.events = self.n_events
+        if self.emit is not None and self.batch:
+            self._flush(self.emit)
+        return self.batch

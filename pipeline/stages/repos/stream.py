@@ -78,7 +78,7 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
 
     Tests parsed before a malformed line are kept; the first malformed line ends the parse with
     `error` set. A torn last line (a killed writer) is dropped. `on_test(stream, test)` is called as
-    each test is complete (and for a test the run ended inside), after which its events are released
+    each test is complete (and for a test the run ended inside), after which its events and entries are released
     (`n_events` keeps their count): a large suite is never held in memory at once. A run of event lines is
     decoded and checked when the next object line (or the end) comes, each line on its own; no error text
     is built unless there is an error."""
@@ -93,7 +93,7 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
             on_test(stream, done)
         done.n_events = len(done.events)
         if on_test is not None:
-            done.events = []
+            done.events, done.entries = [], []
         stream.tests.append(done)
 
     try:

@@ -30,6 +30,7 @@ tracer output.
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 
 from pipeline.engine.failures import failure_row
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -56,21 +57,23 @@ def trace_repo(
     work_root: str | None = None,
     pip_cache: str | None = None,
     sdists: SdistCache | None = None,
+    emit: Callable[[list[dict]], None] | None = None,
 ) -> StageOutput:
     """Clone (or fetch the sdist: into `sdists`, default `sdist/` under the git cache's root), install, check
     parity, trace and cut one repository: its `traces` and `failures` rows, its `repo_runs` row and the
-    counters of its stages. Never raises for what the repository does."""
+    counters of its stages. Never raises for what the repository does. With `emit`, `traces` rows are passed
+    to it in batches as they are cut (`EntryCutter`) instead of returned."""
     counters = {stage: StageCounters(stage) for stage in STAGES}
     output = StageOutput({"traces": [], "failures": [], "repo_runs": []}, counters)
     fail = RepoFailures(spec, unit_id, output.tables["failures"])
     summary = dict(how=None, traced=None, baseline=None, traced_tests=None)
-    _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary)
+    _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary, emit)
     output.tables["repo_runs"] = [
         repo_run_row(
             spec,
             unit_id,
             fail.commit,
-            n_traces=len(output.tables["traces"]),
+            n_traces=counters["cut"].n_out,
             failures=output.tables["failures"],
             **summary,
         )
@@ -78,7 +81,7 @@ def trace_repo(
     return output
 
 
-def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary) -> None:
+def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary, emit) -> None:
     """The stages in order; `summary` gathers what the repository's `repo_runs` row reports."""
     clone = counters["clone"]
     clone.n_in = 1
@@ -108,7 +111,7 @@ def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counter
                 run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, untraced, untraced=True).stream
             )
             counters["parity"].seconds += untraced.seconds
-        cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline)
+        cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline, emit=emit)
         run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
         report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
         if baseline is not None:
