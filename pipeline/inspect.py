@@ -2,10 +2,13 @@
 
 import json
 import posixpath
+from collections import Counter
+from collections.abc import Iterator
 
 import polars as pl
+import pyarrow.parquet as pq
 
-from pipeline.debugger.report import trajectory_report
+from pipeline.debugger.report import TrajectoryReport
 from pipeline.engine.dataset import open_root, read_manifest, shard_count, table_shards
 from pipeline.engine.versions import resolve_dataset, shard_file, version_lines
 from schemas.fields import named_pairs
@@ -25,6 +28,20 @@ def load_table(out: str, table: str) -> pl.DataFrame | None:
         with fs.open_input_file(shard_file(root, shard["path"])) as source:
             frames.append(pl.read_parquet(source))
     return pl.concat(frames)
+
+
+def row_groups(out: str, table: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """`table`'s rows one Parquet row group at a time (shards in manifest order), for reports that must not
+    hold a large table at once."""
+    fs, root = open_root(resolve_dataset(out))
+    manifest = read_manifest(fs, root) or {}
+    for shard in table_shards(fs, root, manifest, table):
+        with fs.open_input_file(shard_file(root, shard["path"])) as source:
+            parquet = pq.ParquetFile(source)
+            for group in range(parquet.num_row_groups):
+                frame = pl.from_arrow(parquet.read_row_group(group, columns=columns))
+                assert isinstance(frame, pl.DataFrame)
+                yield frame
 
 
 def counts(frame: pl.DataFrame, *columns: str) -> list[tuple]:
@@ -57,7 +74,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
             )
     if empty:
         lines.append(f"  (no rows: {', '.join(empty)})")
-    traces = load_table(out, "traces")
+    traces, mix, examples_found = _scan_traces(out, examples)
     if traces is not None:
         lines += ["", "traces by exit:"]
         lines += [
@@ -69,8 +86,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
             f"events per trace: min {lengths.min()}  median {lengths.median():.0f}  "
             f"max {lengths.max()}  total {lengths.sum()}"
         )
-        mix = traces.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
-        lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in counts(mix, "events")))
+        lines.append("event mix: " + "  ".join(f"{kind} {n}" for kind, n in sorted(mix.items(), key=_by_count)))
         lines += _parity_report(traces, manifest.get("stats") or {})
     lines += _repo_report(out)
     lines += _go_report(out)
@@ -80,14 +96,16 @@ def summarize(out: str, *, examples: int = 1) -> str:
         lines.append("  none")
     else:
         lines += [f"  {stage:<10} {error:<22} {n:>5}" for stage, error, n in counts(failures, "stage", "error_type")]
-    trajectories = load_table(out, "trajectories")
-    if trajectories is not None:
-        lines.append("")
-        lines += trajectory_report(trajectories.to_dicts(), examples=examples)
-    if traces is not None:
-        for row in _example_traces(traces, examples):
-            lines += ["", f"example trace {row['source_id']} (exit {row['exit']}, {row['n_events']} events):"]
-            lines += [decode_event(event) for event in row["events"]]
+    report = TrajectoryReport(examples)
+    for group in row_groups(
+        out, "trajectories", ["trace_id", "direction", "exit", "actions", "states", "n_tokens", "text"]
+    ):
+        report.add(group.to_dicts())
+    if report.lengths:
+        lines += ["", *report.lines()]
+    for row in examples_found:
+        lines += ["", f"example trace {row['source_id']} (exit {row['exit']}, {row['n_events']} events):"]
+        lines += [decode_event(event) for event in row["events"]]
     stats = manifest.get("stats") or {}
     if stats:
         lines += ["", "stages:"]
@@ -244,12 +262,40 @@ def _leak_report(runs: pl.DataFrame, next_event: pl.DataFrame | None) -> list[st
     return lines
 
 
-def _example_traces(traces: pl.DataFrame, n: int) -> list[dict]:
+TRACE_SUMMARY = ["trace_id", "source_id", "exit", "truncated", "n_events", "perturbed", "repr_mode"]
+
+
+def _scan_traces(out: str, n: int) -> tuple[pl.DataFrame | None, Counter, list[dict]]:
+    """One pass over `traces`, a row group at a time: (the summary columns of every row, the event mix, the
+    `n` example traces in full), so the events of a large dataset are never held at once."""
+    summary, mix = [], Counter()
+    for group in row_groups(out, "traces", [*TRACE_SUMMARY, "events"]):
+        summary.append(group.select(TRACE_SUMMARY))
+        kinds = group.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
+        mix.update(dict(kinds["events"].drop_nulls().value_counts().iter_rows()))
+    if not summary:
+        return None, mix, []
+    traces = pl.concat(summary)
+    wanted = list(_example_traces(traces, n)["trace_id"])
+    found: dict[str, dict] = {}
+    for group in row_groups(out, "traces"):
+        for row in group.filter(pl.col("trace_id").is_in(wanted)).to_dicts():
+            found.setdefault(row["trace_id"], row)
+        if len(found) == len(set(wanted)):
+            break
+    return traces, mix, [found[trace_id] for trace_id in wanted if trace_id in found]
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def _example_traces(traces: pl.DataFrame, n: int) -> pl.DataFrame:
     """Short normal traces with nested calls first: the most instructive to read."""
     candidates = traces.filter((pl.col("exit") == "normal") & pl.col("n_events").is_between(8, 40))
     if candidates.is_empty():
         candidates = traces
-    return candidates.sort(["n_events", "source_id"]).head(n).to_dicts()
+    return candidates.sort(["n_events", "source_id"]).head(n)
 
 
 def decode_event(event: dict) -> str:
