@@ -16,6 +16,7 @@ from pipeline.engine.job import JobIncomplete, run_job
 from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS, kind_named
+from pipeline.kinds.options import add_memory_options
 from pipeline.pretrain.command import add_evaluate_arguments, add_pretrain_arguments, run_evaluate, run_pretrain
 from pipeline.refresh.command import add_refresh_arguments, run_refresh
 
@@ -26,6 +27,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset made with another config at --out")
+    add_memory_options(parser)
     add_compaction_options(parser)
 
 
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             address=args.ray_address,
             overwrite=args.overwrite,
             compaction=compaction_from(args),
+            task_memory_mb=args.task_memory_mb,
+            oom_retries=args.oom_retries,
         )
         print(summarize(args.out))
         return 0

@@ -61,27 +61,34 @@ class UnitRecord:
     shards: dict[str, list[ShardInfo]] = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
     fingerprint: str = ""
+    peak_rss_bytes: int | None = None  # the unit's Ray worker at its most (pipeline/engine/memory.py); None: unknown
 
     def to_json(self) -> str:
         shards = {table: [info.as_dict() for info in infos] for table, infos in self.shards.items()}
-        return json.dumps(
-            {
-                "unit": self.unit,
-                "unit_id": self.unit_id,
-                "config_hash": self.config_hash,
-                "fingerprint": self.fingerprint,
-                "shards": shards,
-                "counters": self.counters,
-            },
-            sort_keys=True,
-        )
+        data = {
+            "unit": self.unit,
+            "unit_id": self.unit_id,
+            "config_hash": self.config_hash,
+            "fingerprint": self.fingerprint,
+            "shards": shards,
+            "counters": self.counters,
+        }
+        if self.peak_rss_bytes is not None:
+            data["peak_rss_bytes"] = self.peak_rss_bytes
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "UnitRecord":
         data = json.loads(text)
         shards = {table: [ShardInfo(**info) for info in infos] for table, infos in data["shards"].items()}
         return cls(
-            data["unit"], data["unit_id"], data["config_hash"], shards, data["counters"], data.get("fingerprint", "")
+            data["unit"],
+            data["unit_id"],
+            data["config_hash"],
+            shards,
+            data["counters"],
+            data.get("fingerprint", ""),
+            data.get("peak_rss_bytes"),  # records written before it have none
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from pipeline.engine.dataset import UnitRecord, finished_unit, open_root, write_unit_record
+from pipeline.engine.memory import unit_peak_rss
 from pipeline.engine.stats import StageOutput
 from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, TableShardWriter, remove_stale_shards
 from schemas import TABLES, schema_of
@@ -96,5 +97,6 @@ def execute_unit(unit: Unit, produce: Produce, out: str, config_hash: str, zstd_
     for name in TABLES:  # a dead earlier attempt may have written more shards, or tables this one has not
         remove_stale_shards(fs, root, name, unit.index, len(shards.get(name, [])))
     record = UnitRecord(unit.index, unit.unit_id, config_hash, shards, output.counters_dict(), unit.fingerprint)
+    record.peak_rss_bytes = unit_peak_rss()
     write_unit_record(fs, root, record)
     return record

@@ -23,6 +23,7 @@ from pipeline.engine.dataset import (
 )
 from pipeline.engine.executor import Produce, Unit, execute_unit
 from pipeline.engine.kind import C, JobKind, Throughput
+from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
 from pipeline.engine.orchestrate import TerminalProgress, run_units, start_ray
 
 
@@ -105,12 +106,16 @@ def run_job(
     address: str | None = None,
     overwrite: bool = False,
     compaction: CompactionSettings | None = None,
+    task_memory_mb: int | None = None,
+    oom_retries: int = OOM_RETRIES,
 ) -> dict:
     """Run a job of `kind` over `source` into the dataset at `out`; returns the manifest.
 
-    The machine is checked before Ray starts (a SetupError names what is missing); the kind then plans
-    its units on the driver, and `execute_job` runs them.
+    The settings and the machine are checked before Ray starts (a ValueError names the option, a SetupError
+    what is missing); the kind then plans its units on the driver, and `execute_job` runs them, each with
+    `task_memory_mb` (None: the kind's default) and at most `oom_retries` resubmissions for memory.
     """
+    check_memory_settings(task_memory_mb, oom_retries)
     kind.preflight(config)
     start_ray(address, workers)
     units = kind.units(source, config)
@@ -126,6 +131,8 @@ def run_job(
         overwrite=overwrite,
         beside=kind.beside(units, config),
         compaction=compaction,
+        memory=UnitMemory(task_memory_mb or kind.task_memory_mb, kind.smaller_units),
+        oom_retries=oom_retries,
     )
 
 
@@ -141,10 +148,13 @@ def execute_job(
     overwrite: bool = False,
     beside: dict[str, str] | None = None,
     compaction: CompactionSettings | None = None,
+    memory: UnitMemory | None = None,
+    oom_retries: int = OOM_RETRIES,
 ) -> dict:
     """Run every unit (finished ones are skipped), compact (pipeline/engine/compaction.py: when `compaction`
     wants it and no unit failed; broken groups always) and commit the dataset by writing its manifest;
-    the `beside` files (name -> text) are written first and listed in the manifest."""
+    the `beside` files (name -> text) are written first and listed in the manifest. Each unit's task has
+    `memory` (pipeline/engine/memory.py; None: the default) and at most `oom_retries` resubmissions for it."""
     config_hash = config.hash()
     prepare_output(out, config_hash, overwrite)
     fs, root = open_root(out)
@@ -154,7 +164,15 @@ def execute_job(
     work = functools.partial(
         execute_unit, produce=produce, out=out, config_hash=config_hash, zstd_level=config.zstd_level
     )
-    records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress(throughput))
+    records, failed = run_units(
+        units,
+        work,
+        address=address,
+        workers=workers,
+        progress=TerminalProgress(throughput),
+        memory=memory or UnitMemory(),
+        oom_retries=oom_retries,
+    )
     settings = compaction or CompactionSettings()
     if failed:  # compacted once complete, so a resumed job's files are those of one run from scratch
         settings = replace(settings, mode="never")
@@ -176,13 +194,21 @@ def execute_job(
     if had_compacted:  # a group whose units all ran again left files no record lists
         sweep_unlisted(fs, root, compacted.records)
     if failed:
-        raise JobIncomplete(
-            f"{len(failed)} of {len(units)} units failed ({', '.join(sorted(failed)[:5])}...); "
-            f"the dataset at {out!r} holds the others; run the same command again to "
-            f"complete it (finished units are skipped)"
-        )
+        raise JobIncomplete(incomplete_message(failed, len(units), out))
     return manifest
 
 
+def incomplete_message(failed: dict[str, str], total: int, out: str) -> str:
+    """Which units failed and why (the first few), and what to do."""
+    shown = sorted(failed)[:5]
+    reasons = "".join(f"\n  {unit_id}: {failed[unit_id]}" for unit_id in shown)
+    more = f"\n  ... and {len(failed) - len(shown)} more (the manifest's failed_units)" if failed.keys() - shown else ""
+    return (
+        f"{len(failed)} of {total} units failed; the dataset at {out!r} holds the others:{reasons}{more}\n"
+        f"run the same command again to complete it (finished units are skipped; a unit that failed for "
+        f"memory needs what its line says first)"
+    )
+
+
 class JobIncomplete(RuntimeError):
-    """Some units failed even after Ray's retries; the manifest lists them and holds everything else."""
+    """Some units failed even after their retries; the manifest lists them and holds everything else."""

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pipeline.engine.config import KindConfig
 from pipeline.engine.executor import Unit, UnitSink
+from pipeline.engine.memory import DEFAULT_TASK_MEMORY_MB
 from pipeline.engine.stats import StageOutput
 
 C = TypeVar("C", bound=KindConfig)
@@ -33,6 +34,11 @@ class JobKind(ABC, Generic[C]):
     command: ClassVar[str]
     help: ClassVar[str]
     throughput: ClassVar[Throughput]
+    # The memory of one unit's Ray task, in MB (--task-memory-mb overrides it): what Ray reserves for the task
+    # and where its worker is stopped (pipeline/engine/memory.py). Not hashed: it never changes the rows.
+    task_memory_mb: ClassVar[int] = DEFAULT_TASK_MEMORY_MB
+    # How a user makes this kind's units smaller when one fails for memory (its option), for the advice.
+    smaller_units: ClassVar[str] = ""
 
     @abstractmethod
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -1,11 +1,15 @@
 """Ray orchestration, in one place: one remote task per unit, results gathered as they finish.
 
 With no address an embedded local Ray is started (the laptop case); with an address (or inside
-`ray job submit`, where RAY_ADDRESS is set) the job joins that cluster. Tasks are retried by Ray
-(`max_retries`); because a unit writes deterministic shard names and a completion record last, a
+`ray job submit`, where RAY_ADDRESS is set) the job joins that cluster. A unit's task asks Ray for its
+memory (`memory=`, pipeline/engine/memory.py) and runs under a `MemoryWatch`; `run_units` resubmits a unit
+whose worker died (at most MAX_RETRIES times) or that was stopped for memory (at most `oom_retries` times),
+then records it failed. Because a unit writes deterministic shard names and a completion record last, a
 retried task overwrites its own files and never adds rows.
 """
 
+import functools
+import json
 import logging
 import os
 import secrets
@@ -17,8 +21,11 @@ from typing import cast
 from pipeline.engine.dataset import UnitRecord
 from pipeline.engine.executor import Unit
 from pipeline.engine.kind import Throughput
+from pipeline.engine.memory import MB, OOM_RETRIES, MemoryLimitExceeded, UnitMemory, advice, call_within_memory
 
-MAX_RETRIES = 3
+MAX_RETRIES = 3  # resubmissions of a unit whose worker died (not for memory)
+DEFAULT_MEMORY = UnitMemory()
+NOTES = "tracegen-memory"  # Ray's internal KV namespace of the notes a worker ended for memory leaves
 
 
 def start_ray(address: str | None, workers: int | None) -> None:
@@ -27,6 +34,9 @@ def start_ray(address: str | None, workers: int | None) -> None:
 
     if ray.is_initialized():
         return
+    # Ray retries a task its memory monitor killed without end by default; bounded here for every task
+    # (run_units' own tasks run with max_retries=0, which Ray gives no OOM retries, and count them itself).
+    os.environ.setdefault("RAY_task_oom_retries", str(OOM_RETRIES))
     address = address or os.environ.get("RAY_ADDRESS")
     runtime_env = {"env_vars": {"PYTHONHASHSEED": "0"}}
     if address:
@@ -64,32 +74,140 @@ def run_units(
     address: str | None = None,
     workers: int | None = None,
     progress: "TerminalProgress | None" = None,
+    memory: UnitMemory | Callable[[Unit], UnitMemory] = DEFAULT_MEMORY,
+    oom_retries: int = OOM_RETRIES,
 ) -> tuple[list[UnitRecord], dict[str, str]]:
-    """Run `work` on every unit as Ray tasks (retried by Ray when a worker dies).
+    """Run `work` on every unit as Ray tasks, each asking Ray for its unit's `memory` and bounded by it.
 
-    Returns the completion records in unit order, and {unit_id: error} for units whose task still failed:
-    one broken unit never stops the others.
+    A unit whose worker died is resubmitted at most MAX_RETRIES times; one stopped for memory (past its
+    limit, or killed by Ray's memory monitor) at most `oom_retries` times. Returns the completion records in
+    unit order, and {unit_id: error} for units that still failed (for memory: the MB reached, the limit and
+    what to change): one broken unit never stops the others.
     """
     import ray
-    from ray.exceptions import RayError
+    from ray.exceptions import RayError, RayTaskError
 
     start_ray(address, workers)
-    remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(_call)
+    memory_of = memory if callable(memory) else (lambda unit: memory)
+    offered = _ray_memory_per_node()
+    remote = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False)(_call_unit)
     work_ref = ray.put(work)
-    pending = {remote.remote(work_ref, unit): unit for unit in units}
+    run = secrets.token_hex(8)
+    pending: dict = {}
+    stops = {unit.index: 0 for unit in units}
+    deaths = {unit.index: 0 for unit in units}
+    warned: set[int] = set()
+
+    def submit(unit: Unit) -> None:
+        limit = memory_of(unit).mb * MB
+        asked = limit
+        if offered and limit > offered:
+            asked = offered  # a request no node holds would never be scheduled
+            if limit not in warned:
+                warned.add(limit)
+                print(
+                    f"tracegen: units ask for {limit // MB} MB (--task-memory-mb) but the largest Ray node offers "
+                    f"tasks {offered // MB} MB: each such task asks for {offered // MB} MB (one at a time per "
+                    f"node); a unit is still stopped past {limit // MB} MB",
+                    file=sys.stderr,
+                )
+        note = f"{run}/{unit.index}/{stops[unit.index] + deaths[unit.index]}"
+        pending[remote.options(memory=asked).remote(work_ref, unit, limit, note)] = (unit, note)
+
+    for unit in units:
+        submit(unit)
     records: dict[int, UnitRecord] = {}
     failed: dict[str, str] = {}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
-            unit = pending.pop(ref)
+            unit, note = pending.pop(ref)
             try:
                 records[unit.index] = ray.get(ref)
             except RayError as error:
-                failed[unit.unit_id] = f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:500]}"
+                stopped = _memory_stop(error, unit, memory_of(unit), note)
+                if stopped is not None and stops[unit.index] < oom_retries:
+                    stops[unit.index] += 1
+                    submit(unit)
+                    continue
+                if stopped is None and not isinstance(error, RayTaskError) and deaths[unit.index] < MAX_RETRIES:
+                    deaths[unit.index] += 1
+                    submit(unit)
+                    continue
+                if stopped is not None:
+                    attempts = stops[unit.index] + deaths[unit.index] + 1
+                    failed[unit.unit_id] = (
+                        f"MemoryLimitExceeded: {stopped}; stopped for memory in {stops[unit.index] + 1} of "
+                        f"{attempts} attempts (--oom-retries {oom_retries}); {advice(memory_of(unit).smaller)}"
+                    )
+                else:
+                    failed[unit.unit_id] = f"{type(error).__name__}: {_last_line(error)}"
             if progress is not None:
                 progress.update(records.get(unit.index), len(records), len(failed), len(units))
     return [records[unit.index] for unit in units if unit.index in records], failed
+
+
+def _last_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[-1][:500] if lines else ""
+
+
+def _memory_stop(error: BaseException, unit: Unit, memory: UnitMemory, note: str) -> str | None:
+    """What stopped the unit for memory, or None when its task failed otherwise."""
+    from ray.exceptions import OutOfMemoryError, RayTaskError
+
+    cause = getattr(error, "cause", None) if isinstance(error, RayTaskError) else None
+    if isinstance(cause, MemoryLimitExceeded):
+        return str(cause)
+    if isinstance(error, OutOfMemoryError):
+        return (
+            f"unit {unit.unit_id} was killed by Ray's memory monitor: its node ran out of memory "
+            f"(its limit: {memory.mb} MB; Ray: {_last_line(error)[:300]})"
+        )
+    if isinstance(error, RayTaskError):
+        return None
+    reached = _take_note(note)  # a worker the watch ended (the unit did not stop) left one
+    if reached is None:
+        return None
+    return f"{MemoryLimitExceeded(unit.unit_id, reached, memory.mb * MB)}; its worker was ended (it did not stop)"
+
+
+def _call_unit(work: Callable[[Unit], UnitRecord], unit: Unit, limit_bytes: int, note: str) -> UnitRecord:
+    """The remote function of `run_units`: work(unit) under a MemoryWatch of `limit_bytes`."""
+    return call_within_memory(work, unit, limit_bytes, unit.unit_id, on_exit=functools.partial(_leave_note, note))
+
+
+def _leave_note(note: str, reached_bytes: int) -> None:
+    """In a worker about to be ended for memory: tell the driver why (Ray's internal KV, cluster-wide)."""
+    from ray.experimental.internal_kv import _internal_kv_initialized, _internal_kv_put
+
+    if _internal_kv_initialized():
+        _internal_kv_put(note, json.dumps({"reached": reached_bytes}), namespace=NOTES)
+
+
+def _take_note(note: str) -> int | None:
+    """The memory a worker ended for memory reached, from its note; None when it left none."""
+    try:
+        from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get, _internal_kv_initialized
+
+        if not _internal_kv_initialized():
+            return None
+        text = _internal_kv_get(note, namespace=NOTES)
+        if not text:
+            return None
+        _internal_kv_del(note, namespace=NOTES)
+        return int(json.loads(text)["reached"])
+    except Exception:  # noqa: BLE001 (an unreadable note: a death like any other)
+        return None
+
+
+def _ray_memory_per_node() -> int:
+    """The most memory (bytes) one Ray node offers tasks; 0 when Ray does not say."""
+    import ray
+
+    return max(
+        (int(node.get("Resources", {}).get("memory", 0)) for node in ray.nodes() if node.get("Alive")), default=0
+    )
 
 
 def map_tasks(fn: Callable, items: Sequence, *, address: str | None = None, workers: int | None = None) -> list:

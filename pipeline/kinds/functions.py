@@ -178,6 +178,8 @@ class FunctionsKind(JobKind[FunctionsConfig]):
     command = "trace-functions"
     help = "trace JSONL function records"
     throughput = Throughput("trace", "events", "events")
+    task_memory_mb = 1024
+    smaller_units = "a smaller --chunk-size"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--input", required=True, help="JSONL file of {id, code, input, entry?}")

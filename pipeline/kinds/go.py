@@ -69,6 +69,8 @@ class GoKind(JobKind[GoConfig]):
     command = "trace-go"
     help = "run Go programs N times under runtime/trace"
     throughput = Throughput("go_runs", "events", "events")
+    task_memory_mb = 2048
+    smaller_units = "a unit is one program: fewer --runs or a lower --max-events"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")

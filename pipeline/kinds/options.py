@@ -1,5 +1,5 @@
 """What several kinds share, defined once: the sandbox setting and its option, the interpreter and tracer backend
-options, the repr options, the trajectory sampling options."""
+options, the repr options, the trajectory sampling options, the memory options of every job and the refresh."""
 
 import argparse
 import os
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.config import KindConfig
 from pipeline.engine.errors import SetupError
+from pipeline.engine.memory import OOM_RETRIES
 from pipeline.sandbox import BACKENDS
 from pipeline.sandbox.interpreters import describe, resolve_python
 from pipeline.stages.trace_functions import REPR_MODES, TRACER_BACKENDS, ReprLimits
@@ -118,4 +119,20 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
 def sampling_from(args: argparse.Namespace) -> SamplingSettings:
     return SamplingSettings(
         seed=args.seed, per_trace=args.per_trace, policy=PolicyConfig(locals_delta=not args.full_locals)
+    )
+
+
+def add_memory_options(parser: argparse.ArgumentParser, default: str = "the kind's") -> None:
+    """Memory per unit (pipeline/engine/memory.py): what each unit's Ray task asks for and is stopped past."""
+    parser.add_argument(
+        "--task-memory-mb",
+        type=int,
+        default=None,
+        help=f"MB for one unit's Ray worker: Ray reserves it, the unit is stopped past it (default: {default})",
+    )
+    parser.add_argument(
+        "--oom-retries",
+        type=int,
+        default=OOM_RETRIES,
+        help=f"times a unit stopped for memory is run again before it is recorded failed (default {OOM_RETRIES})",
     )

@@ -72,6 +72,8 @@ class RederiveKind(JobKind[RederiveConfig]):
     command = "rederive-go"
     help = "re-derive Go events and distributions from a Go dataset's stored raw traces"
     throughput = Throughput("go_runs", "events", "events")
+    task_memory_mb = 2048
+    smaller_units = "a unit is one program: a lower --max-events"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--data", required=True, help="a Go dataset (the --out of trace-go)")

@@ -84,6 +84,8 @@ class ReposKind(JobKind[ReposConfig]):
     command = "trace-repos"
     help = "trace repositories' test suites (TOML manifest)"
     throughput = Throughput("trace", "events", "events")
+    task_memory_mb = 4096
+    smaller_units = "a unit is one repository: a lower --max-events"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")

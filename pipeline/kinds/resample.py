@@ -51,6 +51,8 @@ class ResampleKind(JobKind[ResampleConfig]):
     command = "trajectories"
     help = "re-sample trajectories from stored traces"
     throughput = Throughput("trajectories", "out", "trajectories")
+    task_memory_mb = 2048
+    smaller_units = "a unit is a shard of --traces: trace with smaller units"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--traces", required=True, help="a dataset (the --out of a tracing job)")

@@ -11,6 +11,7 @@ from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.options import (
     add_interpreter_arguments,
+    add_memory_options,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
@@ -40,6 +41,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
     parser.add_argument("--no-report", action="store_true", help="do not write the published version's report")
+    add_memory_options(parser, default="each unit's kind's")
     add_compaction_options(parser)
 
 
@@ -78,6 +80,8 @@ def run_refresh(args: argparse.Namespace) -> int:
         address=args.ray_address,
         report=not args.no_report,
         compaction=compaction_from(args),
+        task_memory_mb=args.task_memory_mb,
+        oom_retries=args.oom_retries,
     )
     print(result.summary())
     return 1 if result.failed else 0

@@ -34,6 +34,7 @@ from pipeline.engine.dataset import (
 )
 from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
+from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
 from pipeline.engine.orchestrate import TerminalProgress, map_tasks, run_units, start_ray
 from pipeline.engine.versions import (
     VERSIONS,
@@ -116,10 +117,14 @@ def refresh(
     address: str | None = None,
     report: bool = True,
     compaction: CompactionSettings | None = None,
+    task_memory_mb: int | None = None,
+    oom_retries: int = OOM_RETRIES,
 ) -> RefreshResult:
-    """Bring the versioned dataset at `root_uri` up to date with the sources file (see module doc)."""
+    """Bring the versioned dataset at `root_uri` up to date with the sources file (see module doc); each unit's
+    task has `task_memory_mb` (None: its kind's default) and at most `oom_retries` resubmissions for memory."""
     if type(keep) is not int or keep < 1:
         raise ValueError(f"--keep must be an int >= 1, got {keep!r}")
+    check_memory_settings(task_memory_mb, oom_retries)
     sources = read_sources(sources_path)
     fs, root = open_root(root_uri)
     try:
@@ -146,7 +151,7 @@ def refresh(
         n = 1 if latest is None else latest + 1
         staging = version_dir(root, n)
         fs.create_dir(staging, recursive=True)
-        records, failed = _run(to_run, staging, configs, workers, address)
+        records, failed = _run(to_run, staging, configs, workers, address, task_memory_mb, oom_retries)
         result.failed = failed
         if not records and not dropped:
             return result
@@ -195,7 +200,15 @@ def refresh(
         return result
 
 
-def _run(to_run: list[PlannedUnit], staging: str, configs: RefreshConfigs, workers, address):
+def _run(
+    to_run: list[PlannedUnit],
+    staging: str,
+    configs: RefreshConfigs,
+    workers,
+    address,
+    task_memory_mb: int | None = None,
+    oom_retries: int = OOM_RETRIES,
+):
     """Run the new units into the staging version with the engine's executor; [(planned, record)], failed."""
     units = [Unit(index, p.unit_id, (p.command, p.payload), p.key) for index, p in enumerate(to_run)]
     work = functools.partial(
@@ -205,9 +218,23 @@ def _run(to_run: list[PlannedUnit], staging: str, configs: RefreshConfigs, worke
         config_hash=RECORD_HASH,
         zstd_level=configs.functions.zstd_level,
     )
-    records, failed = run_units(units, work, address=address, workers=workers, progress=TerminalProgress())
+    records, failed = run_units(
+        units,
+        work,
+        address=address,
+        workers=workers,
+        progress=TerminalProgress(),
+        memory=functools.partial(_unit_memory, task_memory_mb=task_memory_mb),
+        oom_retries=oom_retries,
+    )
     by_index = {record.unit: record for record in records}
     return [(p, by_index[i]) for i, p in enumerate(to_run) if i in by_index], failed
+
+
+def _unit_memory(unit: Unit, task_memory_mb: int | None) -> UnitMemory:
+    """A refresh unit's memory: its kind's (the payload names the command), or --task-memory-mb for all."""
+    kind = kind_named(unit.payload[0])
+    return UnitMemory(task_memory_mb or kind.task_memory_mb, kind.smaller_units)
 
 
 def _entry(planned: PlannedUnit, record: UnitRecord, n: int) -> dict:
