@@ -34,7 +34,7 @@ from pipeline.engine.stats import StageOutput
 class MemoryConfig(KindConfig):
     kind: ClassVar[str] = "memory-test"
 
-def produce(payload, unit_id):
+def produce(payload, unit_id, sink=None):
     behaviour, attempts = payload
     with open(os.path.join(attempts, f"{unit_id}-{uuid.uuid4().hex}"), "w"):
         pass
