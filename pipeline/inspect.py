@@ -154,12 +154,13 @@ def _repo_report(out: str) -> list[str]:
         return []
     lines = ["", "repositories: tests collected / passed untraced / passed traced / traced (traced ÷ passed untraced)"]
     for row in runs.sort("unit_id").iter_rows(named=True):
-        lines.append(f"  {row['name']:<20} {repo_line(row)}")
+        label = row["name"] + (f" {row['piece']}" if row.get("piece") else "")
+        lines.append(f"  {label:<20} {repo_line(row)}")
     passed = int(runs["tests_passed_untraced"].drop_nulls().sum())
     traced = int(runs.filter(pl.col("tests_passed_untraced").is_not_null())["tests_traced"].fill_null(0).sum())
-    with_traces = runs.filter(pl.col("traces") > 0).height
+    with_traces, repos = runs.filter(pl.col("traces") > 0)["name"].n_unique(), runs["name"].n_unique()
     lines.append(
-        f"  {with_traces} of {runs.height} repositories with traces; tests traced {traced} of {passed} passing "
+        f"  {with_traces} of {repos} repositories with traces; tests traced {traced} of {passed} passing "
         f"untraced" + (f" ({100 * traced / passed:.1f}%)" if passed else "")
     )
     return lines

@@ -93,7 +93,10 @@ def plots(uri: str, manifest: dict, history: list[dict]) -> list[Plot]:
         out.append(Plot("trajectory_tokens.png", "trajectory token lengths", "tokens", values=tokens))
     repos = load_table(uri, "repo_runs")
     if repos is not None:
-        traced = repos.filter(pl.col("tests_passed_untraced") > 0).sort("name")
+        by_repo = repos.group_by("name").agg(  # the pieces of a split suite together
+            pl.col("tests_traced").fill_null(0).sum(), pl.col("tests_passed_untraced").sum()
+        )
+        traced = by_repo.filter(pl.col("tests_passed_untraced") > 0).sort("name")
         ratios = [
             (name, 100 * (n or 0) / passed)
             for name, n, passed in traced.select("name", "tests_traced", "tests_passed_untraced").iter_rows()

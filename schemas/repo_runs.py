@@ -1,4 +1,5 @@
-"""The `repo_runs` table: one row per repository of a `trace-repos` job (or refresh), whatever happened to it.
+"""The `repo_runs` table: one row per repository of a `trace-repos` job (or refresh), whatever happened to it (one per
+piece of a suite the planner split: pipeline/stages/repos/pieces.py).
 
 It is the yield of a corpus at a glance: how each repository was installed (which of the installer's rules
 and fallbacks it took, which modules collection asked for), how many tests pytest collected, how many
@@ -11,7 +12,7 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2
 
 FAILURE_COUNT = pa.struct(
     [
@@ -24,6 +25,12 @@ SCHEMA = pa.schema(
     [
         field("unit_id", pa.string(), "the repository's unit", nullable=False),
         field("name", pa.string(), "the manifest's name", nullable=False),
+        field(
+            "piece",
+            pa.string(),
+            "`k/n` when the suite was split into n units by test module (this row counts piece k's tests); null "
+            "when the repository was one unit",
+        ),
         field("source", pa.string(), "where it came from: the git URL, or `sdist:NAME==VERSION`", nullable=False),
         field("commit", pa.string(), "the commit SHA (or the sdist's identity); null when the clone failed"),
         field(

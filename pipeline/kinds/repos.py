@@ -1,10 +1,14 @@
-"""The repository-tracing kind: a TOML manifest → one unit (one Ray task) per `[[repo]]`.
+"""The repository-tracing kind: a TOML manifest → one unit (one Ray task) per `[[repo]]`, or per piece of a suite
+larger than `tests_per_unit` tests.
 
 Each unit clones (or fetches) its repository into the machine's git cache, resolves the ref to a
 commit SHA, installs, traces and cuts (`pipeline.stages.repos.trace`), then samples trajectories from
 the new traces. Refs are resolved *inside* the task, on the machine that checks the commit out: the
 driver needs no network or disk for repositories, and a clone or ref failure is that unit's failures
 row like any other. The commit is recorded in every row; a re-run resumes by unit (manifest position).
+Only where a suite may be split does planning check a repository out first, in a Ray task (`plan_repo`): the
+pieces are cut from its test modules (pipeline/stages/repos/pieces.py) and pinned to the commit they were cut
+from.
 
 An `sdist = "name==version"` unit fetches the package index's source distribution instead
 (`pipeline.sources.sdist`), into the same machine's cache. The git cache, the sdist cache and the pip
@@ -15,6 +19,7 @@ they say where the work happens, not what it computes.
 """
 
 import argparse
+import functools
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -24,6 +29,7 @@ from pipeline.engine.config import UNHASHED
 from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.orchestrate import map_tasks
 from pipeline.engine.stats import StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
@@ -37,9 +43,10 @@ from pipeline.kinds.options import (
     sampling_from,
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
-from pipeline.sources.git_cache import GitCache
+from pipeline.sources.git_cache import GitCache, GitCacheError
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
-from pipeline.sources.sdist import SdistCache
+from pipeline.sources.sdist import SdistCache, SdistError
+from pipeline.stages.repos.pieces import repo_pieces
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
@@ -59,9 +66,15 @@ class ReposConfig(SandboxedConfig):
     python: str | None = None
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    tests_per_unit: int = 2000
     cache_dir: str = field(default="", metadata=UNHASHED)
     work_dir: str = field(default="", metadata=UNHASHED)
     pip_cache_dir: str = field(default="", metadata=UNHASHED)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if type(self.tests_per_unit) is not int or self.tests_per_unit < 0:
+            raise ValueError(f"--tests-per-unit must be an int >= 0 (0: never split), got {self.tests_per_unit!r}")
 
     @property
     def seed(self) -> int:
@@ -73,11 +86,53 @@ class ReposConfig(SandboxedConfig):
         return root, self.pip_cache_dir or os.path.join(root, "pip")
 
 
-def repo_units(specs: list[RepoSpec]) -> list[Unit]:
-    """One unit per manifest entry, in manifest order."""
-    return [
-        Unit(index, f"repo-{index:05d}-{spec.name}", spec, fingerprint(repr(spec))) for index, spec in enumerate(specs)
-    ]
+def add_tests_per_unit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tests-per-unit",
+        type=int,
+        default=ReposConfig.tests_per_unit,
+        help="split a repository's suite of more tests than this into units of about this many, by test module "
+        "(default %(default)s; 0: one unit per repository)",
+    )
+
+
+def plan_repo(spec: RepoSpec, config: ReposConfig) -> list[RepoSpec]:
+    """(A planning task, on the machine whose cache the unit will likely use.) The repository's pieces
+    (pipeline/stages/repos/pieces.py), or [spec] when it stays one unit or cannot be checked out (its unit then
+    records why, as any unit does)."""
+    if spec.test or not config.tests_per_unit:
+        return [spec]
+    root, _ = config.caches()
+    try:
+        if spec.sdist:
+            checkout = SdistCache(os.path.join(root, "sdist")).checkout(spec.sdist)
+        else:
+            checkout = GitCache(os.path.join(root, "git")).checkout(spec.url, spec.ref)
+    except (GitCacheError, SdistError):
+        return [spec]
+    return repo_pieces(spec, checkout.path, checkout.commit, config.tests_per_unit)
+
+
+def plan_repos(specs: list[RepoSpec], config: ReposConfig) -> list[list[RepoSpec]]:
+    """Each repository's pieces, in manifest order: planning tasks for those that may split."""
+    if not config.tests_per_unit:
+        return [[spec] for spec in specs]
+    return map_tasks(functools.partial(plan_repo, config=config), specs)
+
+
+def piece_suffix(spec: RepoSpec) -> str:
+    """What a piece adds to its repository's unit id: `-2of5`; nothing for a whole repository."""
+    return f"-{spec.piece.replace('/', 'of')}" if spec.piece else ""
+
+
+def repo_units(plans: list[list[RepoSpec]]) -> list[Unit]:
+    """One unit per repository, or per piece of a split one, in manifest order."""
+    units = []
+    for position, pieces in enumerate(plans):
+        for spec in pieces:
+            unit_id = f"repo-{position:05d}-{spec.name}{piece_suffix(spec)}"
+            units.append(Unit(len(units), unit_id, spec, fingerprint(repr(spec))))
+    return units
 
 
 class ReposKind(JobKind[ReposConfig]):
@@ -85,7 +140,7 @@ class ReposKind(JobKind[ReposConfig]):
     help = "trace repositories' test suites (TOML manifest)"
     throughput = Throughput("trace", "events", "events")
     task_memory_mb = 4096
-    smaller_units = "a unit is one repository: a lower --max-events"
+    smaller_units = "a lower --tests-per-unit, or a lower --max-events"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")
@@ -105,6 +160,7 @@ class ReposKind(JobKind[ReposConfig]):
             action="store_true",
             help="skip the untraced run of each suite that checks the tracer did not change any test's outcome",
         )
+        add_tests_per_unit_argument(parser)
         add_sampling_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
@@ -118,6 +174,7 @@ class ReposKind(JobKind[ReposConfig]):
                 tracer_backend=args.tracer_backend,
             ),
             sampling=sampling_from(args),
+            tests_per_unit=args.tests_per_unit,
             cache_dir=args.cache_dir,
         )
 
@@ -133,8 +190,9 @@ class ReposKind(JobKind[ReposConfig]):
             raise ValueError(f"--cache-dir {root!r} cannot be created ({error}); choose another") from error
 
     def units(self, source: str, config: ReposConfig) -> list[Unit]:
-        """A bad manifest is a ValueError before anything runs, naming the file, line and key."""
-        return repo_units(read_repo_manifest(source))
+        """A bad manifest is a ValueError before anything runs, naming the file, line and key. A suite larger
+        than `tests_per_unit` is planned as several units (`plan_repo`)."""
+        return repo_units(plan_repos(read_repo_manifest(source), config))
 
     def produce(self, payload: RepoSpec, unit_id: str, config: ReposConfig, sink: UnitSink) -> StageOutput:
         """Trace one repository, sampling trajectories from each batch of traces as it is cut; both are written

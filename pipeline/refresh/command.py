@@ -19,7 +19,7 @@ from pipeline.kinds.options import (
     repr_limits_from,
     sampling_from,
 )
-from pipeline.kinds.repos import ReposConfig
+from pipeline.kinds.repos import ReposConfig, add_tests_per_unit_argument
 from pipeline.refresh.plan import RefreshConfigs
 from pipeline.refresh.run import refresh
 from pipeline.stages.go.runs import GoSettings
@@ -36,6 +36,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", type=int, default=FunctionsConfig.chunk_size, help="function records per unit")
     parser.add_argument("--go-runs", type=int, default=GoSettings.runs, help="runs per Go program")
     add_repr_mode_argument(parser)
+    add_tests_per_unit_argument(parser)
     add_sampling_arguments(parser)
     parser.add_argument("--cache-dir", default="", help="git mirrors and pip downloads (default ~/.cache/tracegen)")
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
@@ -63,6 +64,7 @@ def configs_from(args: argparse.Namespace) -> RefreshConfigs:
             python=python,
             trace=RepoTraceSettings(reprs=reprs, tracer_backend=backend),
             sampling=sampling,
+            tests_per_unit=args.tests_per_unit,
             cache_dir=args.cache_dir,
         ),
         go=GoConfig(sandbox=args.sandbox, go=GoSettings(runs=args.go_runs)),

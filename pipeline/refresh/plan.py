@@ -20,7 +20,7 @@ from git.cmd import Git
 from pipeline.engine.executor import fingerprint
 from pipeline.kinds.functions import Chunk, FunctionsConfig, find_duplicates, read_counted
 from pipeline.kinds.go import GoConfig, program_units
-from pipeline.kinds.repos import ReposConfig
+from pipeline.kinds.repos import ReposConfig, piece_suffix, plan_repos
 from pipeline.refresh.sources import Sources
 from pipeline.sources.functions import FunctionRecord
 from pipeline.sources.repos import RepoSpec
@@ -73,10 +73,11 @@ def resolve_commit(url: str, ref: str) -> str | None:
 
 
 def repo_units(specs: Iterable[RepoSpec], config: ReposConfig) -> list[PlannedUnit]:
-    """One unit per repository at its current commit; one that cannot be resolved keeps its ref, so its
-    task records why (a clone or ref failure row) and the key stays the same until it resolves again. An
-    sdist's `name==version` is immutable: the same pin plans the same key, and nothing is re-run."""
-    planned = []
+    """One unit per repository at its current commit, or per piece of a suite larger than `tests_per_unit`
+    (`plan_repos`, cut at that commit); one that cannot be resolved keeps its ref, so its task records why (a
+    clone or ref failure row) and the key stays the same until it resolves again. An sdist's `name==version` is
+    immutable: the same pin plans the same key, and nothing is re-run."""
+    resolved = []
     for spec in specs:
         if spec.sdist:  # name==version never changes: its key is the spec's, with no look-up
             commit, pinned, label = spec.sdist, spec, spec.sdist
@@ -84,9 +85,15 @@ def repo_units(specs: Iterable[RepoSpec], config: ReposConfig) -> list[PlannedUn
             commit = resolve_commit(spec.url, spec.ref)
             pinned = spec if commit is None else replace(spec, ref=commit)
             label = commit[:12] if commit else "unresolved"
-        what = repr(replace(pinned, input_ref=""))
-        key = fingerprint("repo", config.hash(), what, commit is None)
-        planned.append(PlannedUnit(key, "trace-repos", f"repo-{spec.name}@{label}", pinned, source=spec.name))
+        resolved.append((spec, commit, pinned, label))
+    plans = iter(plan_repos([pinned for _, commit, pinned, _ in resolved if commit is not None], config))
+    planned = []
+    for spec, commit, pinned, label in resolved:
+        for piece in next(plans) if commit is not None else [pinned]:
+            what = repr(replace(piece, input_ref=""))
+            key = fingerprint("repo", config.hash(), what, commit is None)
+            unit_id = f"repo-{spec.name}@{label}{piece_suffix(piece)}"
+            planned.append(PlannedUnit(key, "trace-repos", unit_id, piece, source=spec.name))
     return planned
 
 

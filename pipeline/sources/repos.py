@@ -69,6 +69,7 @@ class RepoSpec:
     max_entries_per_test: int = 200
     max_entries_per_function: int = 200  # over the whole run, per function (20 per function per test)
     input_ref: str = field(default="", compare=False)
+    piece: str = ""  # "k/n" when the planner split the suite into n units (pipeline/stages/repos/pieces.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -79,9 +80,9 @@ class RepoSpec:
         return self.sdist or self.ref
 
     def __repr__(self) -> str:
-        """The dataclass repr, `sdist` left out when unset: a git repository's repr, which unit fingerprints
-        and refresh keys hash, stays what it was before sdists existed."""
-        shown = (f for f in fields(self) if f.repr and (f.name != "sdist" or self.sdist))
+        """The dataclass repr, `sdist` and `piece` left out when unset: a git repository's repr, which unit
+        fingerprints and refresh keys hash, stays what it was before either existed."""
+        shown = (f for f in fields(self) if f.repr and (f.name not in ("sdist", "piece") or getattr(self, f.name)))
         return f"RepoSpec({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
 

@@ -21,7 +21,7 @@ PINNED = {
     "go_traces": (1, "604a63f4dfe3d31b"),
     "go_programs": (1, "79e3580c877158ad"),
     "packed": (1, "9e4be7a9df6946d5"),
-    "repo_runs": (1, "a8791641df6e6927"),
+    "repo_runs": (2, "e559700a409fcb79"),
 }
 
 

@@ -40,6 +40,7 @@ def repo_run_row(
     return {
         "unit_id": unit_id,
         "name": spec.name,
+        "piece": spec.piece or None,
         "source": f"sdist:{spec.sdist}" if spec.sdist else spec.url,
         "commit": commit,
         "install_step": how.step if how else None,
