@@ -154,7 +154,8 @@ def test_a_split_suite_traces_what_the_whole_one_does(tmp_path, ray_local):
         }
     whole, split = tables[0], tables[8]
     assert [row["unit_id"] for row in split["repo_runs"]] == [f"repo-00000-many-{k}of3" for k in (1, 2, 3)]
-    assert [row["piece"] for row in split["repo_runs"]] == ["1/3", "2/3", "3/3"] and whole["repo_runs"][0]["piece"] is None
+    assert [row["piece"] for row in split["repo_runs"]] == ["1/3", "2/3", "3/3"]
+    assert whole["repo_runs"][0]["piece"] is None
     for count in ("tests_collected", "tests_passed_untraced", "tests_traced"):
         assert sum(row[count] for row in split["repo_runs"]) == whole["repo_runs"][0][count] == 21, count
     assert sorted({row["test_id"] for row in split["traces"]}) == sorted({row["test_id"] for row in whole["traces"]})
