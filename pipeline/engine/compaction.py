@@ -123,21 +123,26 @@ def classify(records: Sequence[UnitRecord]) -> tuple[list[int], list[int]]:
     return loose, survivors
 
 
-SAMPLE_SHARDS = 64  # loose shards per table merged on the driver to learn how much smaller they get merged
+SAMPLE_SHARDS = 64  # loose shards per table merged on the driver to learn how much smaller they get merged ...
+SAMPLE_BYTES = 16 << 20  # ... up to about this many bytes of them (the driver holds them decoded)
 
 
 def merge_ratios(
     fs: pafs.FileSystem, root: str, records: Sequence[UnitRecord], positions: list[int], zstd_level: int
 ) -> dict[str, float]:
     """Per table, the size of a merged file over the size of the loose shards it is made of, measured on the
-    first SAMPLE_SHARDS loose shards of the candidates (written in memory, as a group task writes them): a
-    small shard is mostly its footer, so merged files are several times smaller than their sources' sum.
-    Deterministic: the same shards give the same ratios."""
+    first loose shards of the candidates, at most SAMPLE_SHARDS of them and SAMPLE_BYTES (written in memory, as
+    a group task writes them): a small shard is mostly its footer, so merged files are several times smaller than
+    their sources' sum. A table whose first shard is larger than SAMPLE_BYTES is not sampled (ratio 1: such a
+    shard is mostly data). Deterministic: the same shards give the same ratios."""
     ratios = {}
     for table in TABLES:
-        sample = [info for p in positions for info in records[p].shards.get(table, []) if not info.is_slice][
-            :SAMPLE_SHARDS
-        ]
+        sample, held = [], 0
+        for info in (info for p in positions for info in records[p].shards.get(table, []) if not info.is_slice):
+            if len(sample) == SAMPLE_SHARDS or held + info.bytes > SAMPLE_BYTES:
+                break
+            sample.append(info)
+            held += info.bytes
         if not sample:
             continue
         parts = []

@@ -27,7 +27,7 @@ from pipeline.compact import compact_dataset
 from pipeline.engine.compaction import CompactionSettings, write_group
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import INLINE_SHARDS, open_root, read_manifest, table_rows, table_shards
-from pipeline.engine.executor import Unit, fingerprint
+from pipeline.engine.executor import Unit, execute_unit, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.stats import StageOutput
 
@@ -282,3 +282,18 @@ def test_tracegen_compact_merges_a_dataset_and_refuses_a_versioned_root(tmp_path
     (tmp_path / "root" / "versions").mkdir(parents=True)
     assert main(["compact", str(tmp_path / "root")]) == 2
     assert "tracegen refresh compacts" in capsys.readouterr().err
+
+
+def test_the_merge_ratio_is_learnt_from_a_bounded_sample_of_loose_shards(tmp_path, monkeypatch):
+    """The driver reads loose shards up to SAMPLE_BYTES to learn the ratio, never more: shards past the budget
+    are not even opened (here they are gone), and a table whose first shard alone is over it is not sampled."""
+    records = [execute_unit(unit, produce, str(tmp_path), "h", 3) for unit in units(6)]
+    fs, root = open_root(str(tmp_path))
+    sizes = [record.shards["duplicates"][0].bytes for record in records]
+    monkeypatch.setattr(compaction, "SAMPLE_BYTES", sizes[0] + sizes[1])
+    for record in records[2:]:
+        os.remove(tmp_path / record.shards["duplicates"][0].path)
+    ratios = compaction.merge_ratios(fs, root, records, list(range(len(records))), 3)
+    assert 0 < ratios["duplicates"] <= 1.0
+    monkeypatch.setattr(compaction, "SAMPLE_BYTES", sizes[0] - 1)
+    assert "duplicates" not in compaction.merge_ratios(fs, root, records, list(range(len(records))), 3)
