@@ -1,6 +1,7 @@
 """The packing kind: a dataset's trajectories and Go examples, tokenized and packed into fixed-length samples.
 
     tracegen pack --data DATASET --out PACKED --seq-len N [--tokenizer bytes|bpe] [--vocab-size V] [--loss states|all]
+                  [--unit-mb MB]
 
 The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on every trajectory's text, read through
 the source manifest) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
@@ -9,14 +10,27 @@ unit (its `go_next_event`, `go_runs` and `go_programs` shards); in a compacted d
 group instead (a group holds whole units, all their tables: pipeline/engine/compaction.py); each writes `packed` rows
 (schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's, so re-packing an
 edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE differs).
+
+A trajectories unit whose shards hold more than `--unit-mb` MiB (uncompressed, as their Parquet footers count
+it: a compacted 512 MiB file, a large suite's shard) is split into *pieces*, each a contiguous run of row groups
+of at most that size (at least one row group), read from the footers alone at plan time; a piece is a unit of
+its own (`UNIT~pK`, its fingerprint names its row groups), with the same exactly-once and byte-identical
+guarantees, so parallelism and retries are per piece. A unit reads its input a batch of rows at a time
+(`pyarrow.ParquetFile.iter_batches`), and its samples go to the unit's sink as they fill
+(pipeline/stages/pack/packing.py): memory is a batch, never a shard. Go examples carry a window of their prefix
+(pipeline/stages/pack/go_examples.py), never more than `--seq-len` tokens.
 """
 
 import argparse
 import posixpath
 import re
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
@@ -28,26 +42,36 @@ from pipeline.engine.versions import resolve_dataset, shard_file
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
-from pipeline.stages.pack.go_examples import go_documents
-from pipeline.stages.pack.packing import LOSS_MODES, PackSettings, pack_documents
+from pipeline.stages.pack.go_examples import GoExamples, needed_runs
+from pipeline.stages.pack.packing import LOSS_MODES, Packer, PackSettings
 
 _SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
 GO_TABLES = ("go_next_event", "go_runs", "go_programs")
+BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_runs is read RUN_BATCH at a time)
+RUN_BATCH = 8
+MIB = 1 << 20
 
 
 @dataclass(frozen=True)
 class PackConfig(KindConfig):
     """How samples are made: their length and loss mask, the tokenizer (bytes, or a BPE of vocab_size), and the
-    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source)."""
+    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source), and
+    `unit_mb`: the most MiB of trajectories (uncompressed) one unit reads; a larger shard is split by row groups."""
 
     kind: ClassVar[str] = "pack"
     packing: PackSettings = field(default_factory=PackSettings)
     tokenizer: str = "bytes"
     vocab_size: int = 8192
     holdout: float = 0.0
+    unit_mb: int = 256
 
     def __post_init__(self):
         super().__post_init__()
+        if type(self.unit_mb) is not int or not 1 <= self.unit_mb <= 1 << 20:
+            raise ValueError(
+                f"--unit-mb must be an int in 1..1048576 (MiB of uncompressed trajectories a unit reads), "
+                f"got {self.unit_mb!r}"
+            )
         if type(self.holdout) is not float or not 0.0 <= self.holdout < 1.0:
             raise ValueError(f"--holdout must be a fraction in [0, 1), got {self.holdout!r}")
         if self.tokenizer not in MODES:
@@ -56,20 +80,68 @@ class PackConfig(KindConfig):
 
 @dataclass(frozen=True)
 class PackShards:
-    """A unit's payload: the source dataset directory, the shard paths per table, the tokenizer's JSON."""
+    """A unit's payload: the source dataset directory, the shard paths per table, the tokenizer's JSON, and
+    for a piece of a split unit the row groups [first, stop) it reads of each of its trajectories shards (a
+    shard not named there is read whole)."""
 
     root: str
     shards: dict[str, tuple[str, ...]]
     tokenizer: str
+    row_groups: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _read(root: str, paths: tuple[str, ...], columns: list[str] | None = None) -> list[dict]:
+def _batches(
+    root: str,
+    paths: tuple[str, ...],
+    columns: list[str] | None = None,
+    row_groups: dict[str, tuple[int, int]] | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[list[dict]]:
+    """The shards' rows (`columns` only), `batch_rows` at a time, in order; `row_groups` limits a shard to
+    its row groups [first, stop)."""
     fs, base = open_root(root)
-    rows: list[dict] = []
     for path in paths:
         with fs.open_input_file(shard_file(base, path)) as handle:
-            rows.extend(pq.read_table(handle, columns=columns).to_pylist())
-    return rows
+            file = pq.ParquetFile(handle)
+            first, stop = (row_groups or {}).get(path, (0, file.num_row_groups))
+            if first >= stop:
+                continue
+            for batch in file.iter_batches(batch_size=batch_rows, row_groups=list(range(first, stop)), columns=columns):
+                yield batch.to_pylist()
+
+
+def _rows(root: str, paths: tuple[str, ...], columns: list[str] | None = None, **options) -> Iterator[dict]:
+    for batch in _batches(root, paths, columns, **options):
+        yield from batch
+
+
+def _row_group_bytes(root: str, paths: list[str]) -> list[list[int]]:
+    """Each shard's row groups' uncompressed sizes, from its footer (read concurrently: one small read each)."""
+    fs, base = open_root(root)
+
+    def sizes(path: str) -> list[int]:
+        with fs.open_input_file(shard_file(base, path)) as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            return [metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups)]
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(sizes, paths))
+
+
+def _pieces(paths: tuple[str, ...], sizes: list[list[int]], limit: int) -> list[dict[str, tuple[int, int]]]:
+    """The shards' row groups, in order, cut into runs of at most `limit` bytes (at least one row group each):
+    per piece {path: (first, stop)}. One piece when everything fits."""
+    pieces: list[dict[str, tuple[int, int]]] = [{}]
+    held = 0
+    for path, groups in zip(paths, sizes, strict=True):
+        for g, size in enumerate(groups):
+            if held and held + size > limit:
+                pieces.append({})
+                held = 0
+            first, _ = pieces[-1].get(path, (g, g))
+            pieces[-1][path] = (first, g + 1)
+            held += size
+    return pieces
 
 
 def _by_source_unit(
@@ -106,6 +178,13 @@ class PackKind(JobKind[PackConfig]):
             "--loss", choices=LOSS_MODES, default="states", help="states: predicted states only (default); all tokens"
         )
         parser.add_argument(
+            "--unit-mb",
+            type=int,
+            default=PackConfig.unit_mb,
+            help="the most MiB of trajectories (uncompressed) one unit reads; larger shards are split by row groups "
+            "(default 256)",
+        )
+        parser.add_argument(
             "--holdout",
             type=float,
             default=PackConfig.holdout,
@@ -115,7 +194,11 @@ class PackKind(JobKind[PackConfig]):
     def configure(self, args: argparse.Namespace) -> tuple[str, PackConfig]:
         packing = PackSettings(seq_len=args.seq_len, loss=args.loss)
         return args.data, PackConfig(
-            packing=packing, tokenizer=args.tokenizer, vocab_size=args.vocab_size, holdout=args.holdout
+            packing=packing,
+            tokenizer=args.tokenizer,
+            vocab_size=args.vocab_size,
+            holdout=args.holdout,
+            unit_mb=args.unit_mb,
         )
 
     def units(self, source: str, config: PackConfig) -> list[Unit]:
@@ -128,15 +211,27 @@ class PackKind(JobKind[PackConfig]):
         plan = sorted(_by_source_unit(fs, root, manifest, ("trajectories", "traces")).items()) + sorted(
             _by_source_unit(fs, root, manifest, GO_TABLES).items()
         )
+        plan = [(key, shards) for key, shards in plan if shards.get("trajectories") or shards.get("go_next_event")]
+        trajectory_paths = [shard["path"] for _, shards in plan for shard in shards.get("trajectories", [])]
+        sizes = dict(zip(trajectory_paths, _row_group_bytes(dataset, trajectory_paths), strict=True))
         units = []
         for (prefix, unit), shards in plan:
-            if not shards.get("trajectories") and not shards.get("go_next_event"):
-                continue
             paths = {table: tuple(shard["path"] for shard in found) for table, found in shards.items()}
             digest = fingerprint([s["sha256"] for found in shards.values() for s in found], tokenizer.fingerprint)
             kind = "go" if "go_next_event" in shards else "trajectories"
             unit_id = f"pack-{kind}-{posixpath.basename(prefix.rstrip('/')) or 'v'}-{unit}"
-            units.append(Unit(len(units), unit_id, PackShards(dataset, paths, tokenizer.json), digest))
+            pieces = [{}]
+            if kind == "trajectories":
+                found = paths["trajectories"]
+                pieces = _pieces(found, [sizes[path] for path in found], config.unit_mb * MIB)
+            if len(pieces) == 1:
+                units.append(Unit(len(units), unit_id, PackShards(dataset, paths, tokenizer.json), digest))
+                continue
+            for k, ranges in enumerate(pieces):
+                piece = {**paths, "trajectories": tuple(ranges)}
+                payload = PackShards(dataset, piece, tokenizer.json, ranges)
+                piece_digest = fingerprint(digest, sorted((path, list(rg)) for path, rg in ranges.items()))
+                units.append(Unit(len(units), f"{unit_id}~p{k}", payload, piece_digest))
         if not units:
             raise ValueError(f"--data {source!r} holds no trajectories and no Go distributions to pack")
         return units
@@ -149,8 +244,7 @@ class PackKind(JobKind[PackConfig]):
         paths = tuple(shard["path"] for shard in table_shards(fs, root, manifest, "trajectories"))
         texts = (
             row["text"]
-            for path in paths
-            for row in _read(dataset, (path,), ["source_id", "text"])
+            for row in _rows(dataset, paths, ["source_id", "text"])
             if not is_heldout(row["source_id"], config.holdout)
         )
         return train_bpe(texts, config.vocab_size)
@@ -161,34 +255,65 @@ class PackKind(JobKind[PackConfig]):
     def produce(self, payload: PackShards, unit_id: str, config: PackConfig, sink: UnitSink) -> StageOutput:
         counters = StageCounters("pack")
         with counters.timed():
-            documents = self._documents(payload, config.holdout)
-            counters.n_in = len(documents)
-            rows, dropped = pack_documents(documents, PackTokenizer(payload.tokenizer), config.packing, unit_id)
-        counters.n_out = len(rows)
-        for reason, n in dropped.items():
+            tokenizer = PackTokenizer(payload.tokenizer)
+            packer = Packer(tokenizer, config.packing, unit_id, lambda rows: sink.write("packed", rows))
+            skipped: Counter = Counter()  # Go examples the window cannot fit
+            if "go_next_event" in payload.shards:
+                documents = self._go_documents(payload, config, tokenizer, skipped)
+            else:
+                documents = self._trajectory_documents(payload, config.holdout)
+            packer.add_all(documents).finish()
+        counters.n_in = packer.n_in + sum(skipped.values())
+        counters.n_out = packer.n_out
+        for reason, n in sorted((packer.dropped + skipped).items()):
             counters.drop(reason, n)
-        return StageOutput({"packed": rows}, {"pack": counters})
+        return StageOutput({"packed": []}, {"pack": counters})
 
     @staticmethod
-    def _documents(payload: PackShards, holdout: float) -> list[Document]:
-        """The unit's documents, without those of held-out sources."""
-        shards = payload.shards
-        if "go_next_event" in shards:
-            rows, runs, programs = (_read(payload.root, shards[table]) for table in GO_TABLES)
-            kept = [row for row in rows if not is_heldout(row["program_id"], holdout)]
-            return go_documents(kept, runs, programs)
+    def _trajectory_documents(payload: PackShards, holdout: float) -> Iterator[Document]:
+        """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources."""
         kinds = {
             row["trace_id"]: row["source_kind"]
-            for row in _read(payload.root, shards.get("traces", ()), ["trace_id", "source_kind"])
+            for row in _rows(payload.root, payload.shards.get("traces", ()), ["trace_id", "source_kind"])
         }
         columns = ["trajectory_id", "trace_id", "source_id", "direction", "text"]
-        return [
-            Document(
-                "trajectories",
-                row["trajectory_id"],
-                trajectory_group(kinds.get(row["trace_id"], "unknown"), row["direction"]),
-                trajectory_spans(row["text"]),
-            )
-            for row in _read(payload.root, shards["trajectories"], columns)
-            if not is_heldout(row["source_id"], holdout)
-        ]
+        for row in _rows(payload.root, payload.shards["trajectories"], columns, row_groups=payload.row_groups):
+            if not is_heldout(row["source_id"], holdout):
+                yield Document(
+                    "trajectories",
+                    row["trajectory_id"],
+                    trajectory_group(kinds.get(row["trace_id"], "unknown"), row["direction"]),
+                    trajectory_spans(row["text"]),
+                )
+
+    @staticmethod
+    def _go_documents(
+        payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter
+    ) -> Iterator[Document]:
+        """The unit's Go examples (pipeline/stages/pack/go_examples.py), without held-out programs: its exact
+        rows (no text: small), then the runs they show, read a few at a time, then one example at a time."""
+        shards, root = payload.shards, payload.root
+        columns = ["program_id", "prefix_kind", "depth", "prefix_hash", "runs", "counts", "n"]
+        rows = []
+        for batch in _exact_rows(root, shards["go_next_event"], columns):
+            rows.extend(row for row in batch if not is_heldout(row["program_id"], config.holdout))
+        examples = GoExamples(tokenizer, config.packing.seq_len, skipped)
+        needed = needed_runs(rows)
+        programs = {program_id for program_id, _ in needed}
+        for program in _rows(root, shards["go_programs"]):
+            if program["program_id"] in programs:
+                examples.add_program(program)
+        for run in _rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH):
+            if (run["program_id"], run["run_index"]) in needed:
+                examples.add_run(run)
+        return examples.documents(rows)
+
+
+def _exact_rows(root: str, paths: tuple[str, ...], columns: list[str]) -> Iterator[list[dict]]:
+    """The `exact` rows of go_next_event shards, a batch at a time (the other prefix kinds are never decoded
+    to Python)."""
+    fs, base = open_root(root)
+    for path in paths:
+        with fs.open_input_file(shard_file(base, path)) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=BATCH_ROWS * 16, columns=columns):
+                yield batch.filter(pc.field("prefix_kind") == "exact").to_pylist()

@@ -11,7 +11,9 @@ prediction (the return value: `step_return` from the entry call, landing on its 
 
 Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
-expected calibration error (10 bins of the top probability) and KL(empirical ‖ model).
+expected calibration error (10 bins of the top probability) and KL(empirical ‖ model). The prompt is the packed
+example's, with the same window on the prefix for the model's `seq_len` (pipeline/stages/pack/go_examples.py);
+`go_skipped` counts the rows whose program source alone does not fit.
 
 Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
@@ -21,7 +23,7 @@ every source (e.g. to check that a model memorised its training set).
 import json
 import math
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import torch
@@ -30,6 +32,7 @@ from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, S
 from pipeline.engine.dataset import open_root, read_manifest, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
+from pipeline.loader.tokenizer import PackTokenizer
 from pipeline.pretrain.config import EVALUATION_SPLITS
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
 from pipeline.pretrain.train import latest_checkpoint
@@ -190,20 +193,29 @@ def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray) -> f
     return float(total)
 
 
-def go_examples(data: str, split: str, holdout: float) -> list[tuple[str, np.ndarray]]:
-    rows = [r for r in table_rows(data, "go_next_event") if split == "all" or is_heldout(r["program_id"], holdout)]
+def go_examples(
+    data: str, split: str, holdout: float, tokenizer: PackTokenizer, seq_len: int
+) -> tuple[list[tuple[str, np.ndarray]], int]:
+    """(prompt, empirical distribution) of every exact-prefix row of the split, as `tracegen pack` builds its
+    example for `seq_len`; and how many rows were skipped because their program source does not fit."""
+    rows = [
+        r
+        for r in table_rows(data, "go_next_event")
+        if r["prefix_kind"] == "exact" and (split == "all" or is_heldout(r["program_id"], holdout))
+    ]
     if not rows:
-        return []
+        return [], 0
     programs = {row["program_id"] for row in rows}
-    runs = [r for r in table_rows(data, "go_runs") if r["program_id"] in programs]
-    sources = [r for r in table_rows(data, "go_programs") if r["program_id"] in programs]
+    runs = (r for r in table_rows(data, "go_runs") if r["program_id"] in programs)
+    sources = (r for r in table_rows(data, "go_programs") if r["program_id"] in programs)
+    skipped: Counter = Counter()
     examples = []
-    for document in go_documents(rows, runs, sources):
+    for document in go_documents(rows, runs, sources, tokenizer=tokenizer, seq_len=seq_len, dropped=skipped):
         head, outcome = document.spans[0], document.spans[1]
         assert outcome.target is not None
         counts, n = outcome.target
         examples.append((head.text, np.array(counts, dtype=float) / max(n, 1)))
-    return examples
+    return examples, sum(skipped.values())
 
 
 def evaluate(
@@ -247,7 +259,7 @@ def evaluate(
         "output_prediction": views["output"].table().get("return value"),
         "input_prediction": views["input"].table().get("arguments"),
     }
-    examples = go_examples(data, split, holdout)
+    examples, results["go_skipped"] = go_examples(data, split, holdout, model.tokenizer, model.config.seq_len)
     if examples:
         results["go"] = go_metrics(model, examples)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)

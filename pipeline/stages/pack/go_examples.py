@@ -1,4 +1,5 @@
-"""Go training examples: a program's source, an execution prefix, and the empirical next-event distribution.
+"""Go training examples: a program's source, a window on an execution prefix, and the empirical next-event
+distribution.
 
 One example per `go_next_event` row of prefix kind `exact` (runs that agree on their first k scheduler
 events, so the prefix is one sequence and the distribution is conditional on it). Its text:
@@ -6,8 +7,9 @@ events, so the prefix is one sequence and the distribution is conditional on it)
     <|go_program|>PROGRAM_ID
     <|go_file|>PATH
     FILE TEXT ...                                         (every file of the program, in go_programs order)
-    <|go_events|><|go_GoCreate|>g1 main.main main.go:9
-    <|go_GoBlock|>g1 (chan receive) main.main main.go:12   (the k prefix events: type token, goroutine,
+    <|go_events|>[j earlier events left out; goroutines: g1 running, g2 blocked(chan receive); 3 ended]
+    <|go_GoCreate|>g1 main.main main.go:9                 (only when j > 0: see "The window" below)
+    <|go_GoBlock|>g1 (chan receive) main.main main.go:12   (the prefix's events j..k-1: type token, goroutine,
     ...                                                     reason in parentheses when there is one, the
                                                             frame `function file:line` when there is one)
     <|go_next|><|go_GoUnblock|><|go_end|>
@@ -15,14 +17,41 @@ events, so the prefix is one sequence and the distribution is conditional on it)
 Every payload is escaped as the formal language's (`<|` → `<||`). The token after `<|go_next|>` names the
 most frequent next outcome (ties: schema order of `go_next_event.OUTCOMES`) and carries the soft target:
 the row's `counts` in `OUTCOMES` order and `n`. It is the example's only loss-masked token in the default mode.
+
+The window. An example never holds more than `seq_len` tokens (a sample's length), so it carries the program's
+source, then the most recent events of the prefix that fit with it: events j..k-1, j the first event from which the
+rest of the prefix, the goroutine table of that start and the example's four fixed tokens fit in `seq_len`. When
+the whole prefix fits, j = 0 and there is no table: the text is the whole prefix, as it always was. Otherwise the
+line after `<|go_events|>` says how many events were left out and summarises the state they left: every goroutine
+created by then that has not ended, in goroutine order, with its state (`state_after` of
+pipeline/stages/go/next_event.py: runnable, running, blocked(REASON), syscall, other), and how many had ended.
+Token counts are exact: every piece (the program's source, the table, each event line) starts at a special token,
+where the tokenizer splits the text, so an example's length is the sum of its pieces'. An example whose program
+source and table alone (with an empty window) do not fit is dropped and counted (`go_context_longer_than_seq_len`).
+
+Effect on the soft targets: none on the key or the target. The row's key is still (program, the *full*
+prefix's hash, k) — `doc_id` `PROGRAM:exact:k:PREFIX_HASH` — and its counts/n are the distribution
+conditioned on the whole prefix; the model sees only the window and the table, so two prefixes that differ only
+before the window (and leave the same goroutine table) look the same to it while their targets may differ: the
+best it can do there is their mixture. The events of one run are turned into lines and counted once per run
+(not per example), and the goroutine table is kept by a cursor that moves event by event as depth grows, so a
+run of n events costs O(n) lines plus O(window) per example, never the O(n²) of whole prefixes.
 """
 
-from collections.abc import Sequence
+import sys
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from pipeline.debugger.language import escape
-from pipeline.stages.go.next_event import scheduler_events
+from pipeline.stages.go.next_event import scheduler_events, state_after
 from pipeline.stages.pack.documents import Document, Span
 from schemas.go_next_event import OUTCOMES
+
+if TYPE_CHECKING:  # loader.tokenizer imports this module's tokens
+    from pipeline.loader.tokenizer import PackTokenizer
 
 OUTCOME_TOKENS = {name: f"<|go_{name}|>" for name in OUTCOMES}
 GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END = (
@@ -34,6 +63,8 @@ GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END = (
 )
 GO_TOKENS: tuple[str, ...] = (GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END, *OUTCOME_TOKENS.values())
 GO_GROUP = "go"
+FIXED_TOKENS = 4  # <|go_events|>, <|go_next|>, the outcome token, <|go_end|>
+TOO_LONG = "go_context_longer_than_seq_len"
 
 
 def event_line(event: dict) -> str:
@@ -51,23 +82,133 @@ def program_context(program: dict) -> str:
     return f"{GO_PROGRAM}{escape(program['program_id'])}\n{files}"
 
 
-def go_documents(next_event_rows: Sequence[dict], runs: Sequence[dict], programs: Sequence[dict]) -> list[Document]:
-    """The examples of one program's tables (rows of another program in the same shards are matched by
-    program_id); rows whose program or counted run is missing are skipped."""
-    contexts = {program["program_id"]: program_context(program) for program in programs}
-    events = {(run["program_id"], run["run_index"]): run["events"] for run in runs}
-    documents = []
-    for row in next_event_rows:
-        if row["prefix_kind"] != "exact" or row["program_id"] not in contexts or not row["runs"]:
-            continue
-        run_events = events.get((row["program_id"], row["runs"][0]))
-        if run_events is None:
-            continue
-        prefix = scheduler_events(run_events)[: row["depth"]]
+def goroutine_table(left_out: int, states: dict[int, str]) -> str:
+    """The line after `<|go_events|>` when `left_out` events are not shown: the goroutines they leave alive
+    (goroutine order) with their states, and how many ended."""
+    alive = [f"g{goroutine} {state}" for goroutine, state in sorted(states.items()) if state != "ended"]
+    ended = len(states) - len(alive)
+    text = f"[{left_out} earlier events left out; goroutines: {', '.join(alive) or 'none'}"
+    return escape(text + (f"; {ended} ended]" if ended else "]")) + "\n"
+
+
+class RunEvents:
+    """One run's scheduler events as examples use them: each event's line, the prefix sums of their token
+    counts, and a cursor over the goroutines' states (`states_at(j)`: after the first j events) that moves
+    one event at a time, forwards or back."""
+
+    def __init__(self, events: Sequence[dict], tokenizer: "PackTokenizer"):
+        scheduler = scheduler_events(events)
+        self.lines = [event_line(event) for event in scheduler]
+        self.cumulative = [0, *accumulate(len(ids) for ids in tokenizer.encode_batch(self.lines))]
+        self._goroutines = [event["goroutine"] for event in scheduler]
+        self._after = [sys.intern(state_after([event])) for event in scheduler]
+        self._before: list[str | None] = []  # the goroutine's state before each event (None: not created)
+        last: dict[int, str] = {}
+        for goroutine, state in zip(self._goroutines, self._after, strict=True):
+            self._before.append(last.get(goroutine))
+            last[goroutine] = state
+        self._at, self._states = 0, {}
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def states_at(self, j: int) -> dict[int, str]:
+        while self._at < j:
+            self._states[self._goroutines[self._at]] = self._after[self._at]
+            self._at += 1
+        while self._at > j:
+            self._at -= 1
+            before = self._before[self._at]
+            if before is None:
+                del self._states[self._goroutines[self._at]]
+            else:
+                self._states[self._goroutines[self._at]] = before
+        return self._states
+
+
+class GoExamples:
+    """Examples of one unit's Go tables: `add_program`, `add_run` (only the runs the rows name first are
+    needed), then `documents(rows)`; examples dropped by the window are counted in `dropped`."""
+
+    def __init__(self, tokenizer: "PackTokenizer", seq_len: int, dropped: Counter | None = None):
+        self.tokenizer, self.seq_len = tokenizer, seq_len
+        self.dropped = Counter() if dropped is None else dropped
+        self.contexts: dict[str, tuple[str, int]] = {}
+        self.runs: dict[tuple[str, int], RunEvents] = {}
+
+    def add_program(self, program: dict) -> None:
+        context = program_context(program)
+        self.contexts[program["program_id"]] = (context, len(self.tokenizer.encode(context)))
+
+    def add_run(self, run: dict) -> None:
+        self.runs[(run["program_id"], run["run_index"])] = RunEvents(run["events"], self.tokenizer)
+
+    def window(self, run: RunEvents, depth: int, budget: int) -> tuple[int, str] | None:
+        """(j, the goroutine table or "") of the example at `depth`: events j..depth-1 are shown; None when
+        not even the table fits in `budget` tokens."""
+        cumulative, depth = run.cumulative, min(depth, len(run))
+        if budget < 0:
+            return None
+        if cumulative[depth] <= budget:
+            return 0, ""
+        for j in range(bisect_left(cumulative, cumulative[depth] - budget), depth + 1):  # no earlier j fits
+            table = goroutine_table(j, run.states_at(j))
+            if cumulative[depth] - cumulative[j] + len(self.tokenizer.encode(table)) <= budget:
+                return j, table
+        return None
+
+    def example(self, row: dict) -> Document | None:
+        """The row's example; None for a row that is not `exact`, whose program or first run is missing, or
+        that does not fit (counted)."""
+        if row["prefix_kind"] != "exact" or row["program_id"] not in self.contexts or not row["runs"]:
+            return None
+        run = self.runs.get((row["program_id"], row["runs"][0]))
+        if run is None:
+            return None
+        context, context_tokens = self.contexts[row["program_id"]]
+        found = self.window(run, row["depth"], self.seq_len - context_tokens - FIXED_TOKENS)
+        if found is None:
+            self.dropped[TOO_LONG] += 1
+            return None
+        j, table = found
         counts = tuple(row["counts"][name] for name in OUTCOMES)
         best = OUTCOMES[counts.index(max(counts))]
-        head = contexts[row["program_id"]] + GO_EVENTS + "".join(map(event_line, prefix)) + GO_NEXT
+        head = context + GO_EVENTS + table + "".join(run.lines[j : row["depth"]]) + GO_NEXT
         spans = (Span(head, False), Span(OUTCOME_TOKENS[best], True, (counts, row["n"])), Span(GO_END, False))
         doc_id = f"{row['program_id']}:exact:{row['depth']}:{row['prefix_hash']}"
-        documents.append(Document("go_next_event", doc_id, GO_GROUP, spans, splittable=False))
-    return documents
+        return Document("go_next_event", doc_id, GO_GROUP, spans, splittable=False)
+
+    def documents(self, rows: Iterable[dict]) -> Iterator[Document]:
+        for row in rows:
+            document = self.example(row)
+            if document is not None:
+                yield document
+
+
+def needed_runs(next_event_rows: Iterable[dict]) -> set[tuple[str, int]]:
+    """The (program, run) whose events the rows' examples show: each exact row's first counted run."""
+    return {
+        (row["program_id"], row["runs"][0]) for row in next_event_rows if row["prefix_kind"] == "exact" and row["runs"]
+    }
+
+
+def go_documents(
+    next_event_rows: Sequence[dict],
+    runs: Iterable[dict],
+    programs: Iterable[dict],
+    *,
+    tokenizer: "PackTokenizer",
+    seq_len: int,
+    dropped: Counter | None = None,
+) -> Iterator[Document]:
+    """The examples of one unit's Go tables, in row order (rows of several programs are matched by
+    program_id); rows whose program or counted run is missing are skipped, rows that do not fit in `seq_len`
+    are counted in `dropped`. `runs` is read once, keeping only the runs the rows need."""
+    examples = GoExamples(tokenizer, seq_len, dropped)
+    for program in programs:
+        examples.add_program(program)
+    needed = needed_runs(next_event_rows)
+    for run in runs:
+        if (run["program_id"], run["run_index"]) in needed:
+            examples.add_run(run)
+    yield from examples.documents(next_event_rows)

@@ -1,22 +1,32 @@
-"""Documents → fixed-length packed samples (schemas/packed.py), one mix group at a time.
+"""Documents → fixed-length packed samples (schemas/packed.py), streamed: memory is one batch of documents.
 
-Documents are taken in order and appended to the open sample while they fit. A document that does not fit
-in what is left but fits in a sample starts a new one (short documents are never cut); a longer one starts
-a new sample too and continues in the next ones span by span, so it is cut only between spans — never
-inside a state (pipeline/stages/pack/documents.py). A document marked unsplittable (a Go example) that is longer
-than a sample, and any document with a span longer than a sample, is dropped and counted. Samples are
-padded with `<|pad|>` (loss 0, outside every document). Each sample holds documents of one mix group
-only, so the loader can weight groups by whole samples.
+A `Packer` takes documents in order (`add`), tokenizes them a batch at a time (`BATCH_DOCUMENTS` documents or
+`BATCH_CHARS` characters, whichever comes first: one `encode_batch` each) and keeps one open sample per mix
+group. A document is appended to its group's open sample while it fits. One that does not fit in what is left
+but fits in a sample starts a new one (short documents are never cut); a longer one starts a new sample too and
+continues in the next ones span by span, so it is cut only between spans — never inside a state
+(pipeline/stages/pack/documents.py). A document marked unsplittable (a Go example) that is longer than a
+sample, and any document with a span longer than a sample, is dropped and counted. Samples are padded with
+`<|pad|>` (loss 0, outside every document). Each sample holds documents of one mix group only, so the loader
+can weight groups by whole samples.
+
+Finished samples go to `write` as they fill (`WRITE_ROWS` at a time); `finish` closes the open samples, group
+by group in sorted order. A group's samples are numbered in document order (`sample_id` =
+`UNIT_ID:GROUP:N`); samples of different groups interleave in the output in the order they filled — the same
+order on every run, so a unit's shards are byte-identical across re-runs.
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.loader.tokenizer import PackTokenizer
 from pipeline.stages.pack.documents import Document
 
 LOSS_MODES = ("states", "all")
+BATCH_DOCUMENTS = 256
+BATCH_CHARS = 1 << 18
+WRITE_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -48,27 +58,82 @@ class _Sample:
     go_n: list[int] = field(default_factory=list)
 
 
-class _Packer:
-    def __init__(self, tokenizer: PackTokenizer, settings: PackSettings, unit_id: str, group: str):
-        self.pad, self.settings, self.unit_id, self.group = tokenizer.pad_id, settings, unit_id, group
-        self.rows: list[dict] = []
-        self.sample = _Sample()
+@dataclass
+class _Group:
+    """A mix group's open sample and how many of its samples are done."""
 
-    @property
-    def room(self) -> int:
-        return self.settings.seq_len - len(self.sample.ids)
+    sample: _Sample = field(default_factory=_Sample)
+    done: int = 0
 
-    def flush(self) -> None:
-        sample = self.sample
+
+class Packer:
+    """Documents in (`add`, then `finish` once), finished sample rows out to `write(rows)`; `n_in` documents
+    taken, `n_out` samples written, `dropped` documents by reason."""
+
+    def __init__(
+        self, tokenizer: PackTokenizer, settings: PackSettings, unit_id: str, write: Callable[[list[dict]], None]
+    ):
+        self.tokenizer, self.settings, self.unit_id, self.write = tokenizer, settings, unit_id, write
+        self.n_in = self.n_out = 0
+        self.dropped: Counter = Counter()
+        self._groups: dict[str, _Group] = {}
+        self._batch: list[Document] = []
+        self._batch_chars = 0
+        self._rows: list[dict] = []
+
+    def add(self, document: Document) -> None:
+        self.n_in += 1
+        self._batch.append(document)
+        self._batch_chars += sum(len(span.text) for span in document.spans)
+        if len(self._batch) >= BATCH_DOCUMENTS or self._batch_chars >= BATCH_CHARS:
+            self._pack_batch()
+
+    def add_all(self, documents: Iterable[Document]) -> "Packer":
+        for document in documents:
+            self.add(document)
+        return self
+
+    def finish(self) -> None:
+        """Pack what is left, close every group's open sample (groups in sorted order), write the rest."""
+        self._pack_batch()
+        for name in sorted(self._groups):
+            self._close(name)
+        self._write()
+
+    def _pack_batch(self) -> None:
+        batch, self._batch, self._batch_chars = self._batch, [], 0
+        encoded = iter(self.tokenizer.encode_batch([span.text for document in batch for span in document.spans]))
+        seq_len = self.settings.seq_len
+        for document in batch:
+            spans = [next(encoded) for _ in document.spans]
+            if max(map(len, spans)) > seq_len:
+                self.dropped["span_longer_than_seq_len"] += 1
+            elif not document.splittable and sum(map(len, spans)) > seq_len:
+                self.dropped["example_longer_than_seq_len"] += 1
+            else:
+                self._place(document, spans)
+            if len(self._rows) >= WRITE_ROWS:
+                self._write()
+
+    def _write(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self.n_out += len(rows)
+            self.write(rows)
+
+    def _close(self, name: str) -> None:
+        group = self._groups[name]
+        sample = group.sample
         if not sample.ids:
             return
-        n_tokens, padding = len(sample.ids), self.room
-        self.rows.append(
+        n_tokens = len(sample.ids)
+        padding = self.settings.seq_len - n_tokens
+        self._rows.append(
             {
-                "sample_id": f"{self.unit_id}:{self.group}:{len(self.rows)}",
-                "group": self.group,
+                "sample_id": f"{self.unit_id}:{name}:{group.done}",
+                "group": name,
                 "n_tokens": n_tokens,
-                "input_ids": sample.ids + [self.pad] * padding,
+                "input_ids": sample.ids + [self.tokenizer.pad_id] * padding,
                 "loss_mask": sample.mask + [0] * padding,
                 "doc_starts": sample.doc_starts,
                 "doc_offsets": sample.doc_offsets,
@@ -79,17 +144,21 @@ class _Packer:
                 "go_n": sample.go_n,
             }
         )
-        self.sample = _Sample()
+        group.sample = _Sample()
+        group.done += 1
 
-    def add(self, document: Document, spans: Sequence[list[int]]) -> None:
-        if sum(map(len, spans)) > self.room:
-            self.flush()
+    def _place(self, document: Document, spans: Sequence[list[int]]) -> None:
+        name = document.group
+        group = self._groups.setdefault(name, _Group())
+        seq_len, all_tokens = self.settings.seq_len, self.settings.loss == "all"
+        if sum(map(len, spans)) > seq_len - len(group.sample.ids):
+            self._close(name)
         offset, opened = 0, False
         for span, ids in zip(document.spans, spans, strict=True):
-            if len(ids) > self.room:
-                self.flush()
+            if len(ids) > seq_len - len(group.sample.ids):
+                self._close(name)
                 opened = False
-            sample = self.sample
+            sample = group.sample
             if not opened:
                 sample.doc_starts.append(len(sample.ids))
                 sample.doc_offsets.append(offset)
@@ -102,31 +171,5 @@ class _Packer:
                 sample.go_counts.append(list(counts))
                 sample.go_n.append(n)
             sample.ids.extend(ids)
-            sample.mask.extend([int(span.predicted or self.settings.loss == "all")] * len(ids))
+            sample.mask.extend([int(span.predicted or all_tokens)] * len(ids))
             offset += len(ids)
-
-
-def pack_documents(
-    documents: Sequence[Document], tokenizer: PackTokenizer, settings: PackSettings, unit_id: str
-) -> tuple[list[dict], Counter]:
-    """(packed rows, dropped documents by reason); rows grouped by mix group (sorted), in document order
-    within a group."""
-    encoded = iter(tokenizer.encode_batch([span.text for document in documents for span in document.spans]))
-    by_group: dict[str, list[tuple[Document, list[list[int]]]]] = {}
-    dropped: Counter = Counter()
-    for document in documents:
-        spans = [next(encoded) for _ in document.spans]
-        if max(map(len, spans)) > settings.seq_len:
-            dropped["span_longer_than_seq_len"] += 1
-        elif not document.splittable and sum(map(len, spans)) > settings.seq_len:
-            dropped["example_longer_than_seq_len"] += 1
-        else:
-            by_group.setdefault(document.group, []).append((document, spans))
-    rows = []
-    for group in sorted(by_group):
-        packer = _Packer(tokenizer, settings, unit_id, group)
-        for document, spans in by_group[group]:
-            packer.add(document, spans)
-        packer.flush()
-        rows.extend(packer.rows)
-    return rows, dropped
