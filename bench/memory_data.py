@@ -40,9 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.engine.dataset import UnitRecord, open_root, write_manifest, write_unit_record  # noqa: E402
+from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.stages.go.next_event import next_event_rows  # noqa: E402
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage  # noqa: E402
-from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, write_merged_shard, write_table_shards  # noqa: E402
+from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, write_merged_shard  # noqa: E402
 from schemas import schema_of  # noqa: E402
 
 FULL = {"tests": 5000, "trajectories": 1_000_000, "events": 50_000}
@@ -643,10 +644,10 @@ def make_go(directory: Path, events: int, seed: int, runs: int = 4) -> dict:
     distributions = next_event_rows(program_id, run_rows)
     tables = {"go_programs": [program], "go_runs": run_rows, "go_next_event": distributions.rows("go_next_event")}
     fs, root = open_root(str(directory))
-    shards = {
-        name: write_table_shards(fs, root, name, pa.Table.from_pylist(rows, schema=schema_of(name)), 0)
-        for name, rows in tables.items()
-    }
+    sink = UnitSink(str(directory), 0, 3)
+    for name, rows in tables.items():
+        sink.write(name, rows)
+    shards = sink.close()
     record = UnitRecord(0, f"go-00000-{program_id}", "bench-memory", shards, distributions.counters_dict(), "bench")
     write_unit_record(fs, root, record)
     write_manifest(

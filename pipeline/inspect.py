@@ -100,7 +100,8 @@ def summarize(out: str, *, examples: int = 1) -> str:
     for group in row_groups(
         out, "trajectories", ["trace_id", "direction", "exit", "actions", "states", "n_tokens", "text"]
     ):
-        report.add(group.to_dicts())
+        for part in group.iter_slices(1024):  # as Python objects, a row group's text is several times its size
+            report.add(part.to_dicts())
     if report.lengths:
         lines += ["", *report.lines()]
     for row in examples_found:

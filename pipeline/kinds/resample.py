@@ -20,7 +20,7 @@ from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
 from pipeline.engine.versions import shard_file
 from pipeline.kinds.options import add_sampling_arguments, sampling_from
-from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
+from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class ResampleConfig(KindConfig):
 
 
 SPLIT_BYTES = 64 << 20
+BATCH_ROWS = 256  # traces read, and their trajectories written, at a time
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,12 @@ class ResampleKind(JobKind[ResampleConfig]):
         return [Unit(index, f"resample-{index:05d}", payload, digest) for index, (payload, digest) in enumerate(pieces)]
 
     def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig, sink: UnitSink) -> StageOutput:
+        """Traces are read and their trajectories written BATCH_ROWS at a time."""
+        sampler = TrajectorySampler(config.sampling, unit_id)
         fs, root = open_root(payload.source)
         with fs.open_input_file(shard_file(root, payload.path)) as source:
-            if payload.row_group < 0:
-                rows = pq.read_table(source).to_pylist()
-            else:
-                rows = pq.ParquetFile(source).read_row_group(payload.row_group).to_pylist()
-        return sample_trajectories_stage(rows, config.sampling, unit_id)
+            shard = pq.ParquetFile(source)
+            groups = None if payload.row_group < 0 else [payload.row_group]
+            for batch in shard.iter_batches(batch_size=BATCH_ROWS, row_groups=groups):
+                sink.write("trajectories", sampler.sample(batch.to_pylist()))
+        return sampler.output()
