@@ -167,7 +167,7 @@ class PackKind(JobKind[PackConfig]):
     help = "tokenize and pack a dataset's trajectories and Go examples into fixed-length samples"
     throughput = Throughput("pack", "out", "samples")
     task_memory_mb = 4096
-    smaller_units = "a unit is one unit of --data: trace with smaller units"
+    smaller_units = "a smaller --unit-mb"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--data", required=True, help="a dataset or versioned root (the --out of a job)")
