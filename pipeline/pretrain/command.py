@@ -1,11 +1,28 @@
 """`tracegen pretrain` and `tracegen evaluate`: their options and what they print. torch is imported only
-when one of them runs, so the rest of the CLI (and `make run`) never needs it."""
+when one of them runs, so the rest of the CLI (and `make run`) never needs it; both need the `train` extra and
+say so in one line when it is missing."""
 
 import argparse
+import importlib
 import json
 from dataclasses import fields
 
+from pipeline.engine.errors import SetupError
 from pipeline.pretrain.config import EVALUATION_SPLITS, GO_OBJECTIVES, TrainConfig
+
+TRAIN_MODULES = ("torch", "ray.train.torch")  # what the train extra (pyproject.toml) installs, as imported
+
+
+def require_train_extra(command: str) -> None:
+    """A SetupError naming the extra to install when torch or Ray Train cannot be imported."""
+    for module in TRAIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise SetupError(
+                f"tracegen {command} needs the train extra (torch, ray[train]), and {module} cannot be imported "
+                f"({error}): pip install -e '.[train]' in a checkout, or pip install 'tracegen[train]'"
+            ) from error
 
 
 def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +50,7 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
+    require_train_extra("pretrain")
     from pipeline.pretrain.run import pretrain
 
     settings = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "model"}
@@ -54,6 +72,7 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    require_train_extra("evaluate")
     from pipeline.pretrain.evaluate import evaluate, results_table
 
     results = evaluate(
