@@ -38,7 +38,10 @@ def start_ray(address: str | None, workers: int | None) -> None:
     # (run_units' own tasks run with max_retries=0, which Ray gives no OOM retries, and count them itself).
     os.environ.setdefault("RAY_task_oom_retries", str(OOM_RETRIES))
     address = address or os.environ.get("RAY_ADDRESS")
-    runtime_env = {"env_vars": {"PYTHONHASHSEED": "0"}}
+    runtime_env = {
+        "env_vars": {"PYTHONHASHSEED": "0"},
+        "worker_process_setup_hook": "pipeline.engine.orchestrate.quiet_worker_logs",
+    }
     if address:
         ray.init(address=address, logging_level=logging.ERROR, runtime_env=runtime_env)
     else:
@@ -52,6 +55,14 @@ def start_ray(address: str | None, workers: int | None) -> None:
             logging_level=logging.ERROR,
             runtime_env=runtime_env,
         )
+
+
+def quiet_worker_logs() -> None:
+    """Run in every Ray worker as it starts (`worker_process_setup_hook`). Ray Train's placement-group cleaner
+    asks Ray's State API every few seconds whether the training controller is alive, and without a dashboard
+    (the embedded Ray has none) logs a warning each time it cannot: noise that buries `tracegen pretrain`'s
+    output. Its warnings are dropped; its errors are kept."""
+    logging.getLogger("ray.train.v2._internal.execution.controller.placement_group_cleaner").setLevel(logging.ERROR)
 
 
 def keep_token_in_memory() -> None:

@@ -75,6 +75,7 @@ def test_a_killed_ray_train_run_resumes_at_its_checkpoint_on_the_uninterrupted_c
         resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
         assert f"step {STEPS}" in resumed.stdout
+        assert "Failed to query Ray Train Controller actor state" not in resumed.stdout + resumed.stderr
     finally:
         kill_marked(mark)
         remove_tree(ray_tmp)
