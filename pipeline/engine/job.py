@@ -24,7 +24,7 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import Produce, Unit, execute_unit
 from pipeline.engine.kind import C, JobKind, Throughput
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
-from pipeline.engine.orchestrate import TerminalProgress, run_units, start_ray
+from pipeline.engine.orchestrate import Progress, run_units, start_ray
 
 
 def code_version() -> str:
@@ -169,7 +169,7 @@ def execute_job(
         work,
         address=address,
         workers=workers,
-        progress=TerminalProgress(throughput),
+        progress=Progress(throughput),
         memory=memory or UnitMemory(),
         oom_retries=oom_retries,
     )

@@ -24,6 +24,7 @@ from pipeline.engine.kind import Throughput
 from pipeline.engine.memory import MB, OOM_RETRIES, MemoryLimitExceeded, UnitMemory, advice, call_within_memory
 
 MAX_RETRIES = 3  # resubmissions of a unit whose worker died (not for memory)
+PROGRESS_WAIT_S = 5.0  # how long the driver waits for a unit before it looks whether a progress line is due
 DEFAULT_MEMORY = UnitMemory()
 NOTES = "tracegen-memory"  # Ray's internal KV namespace of the notes a worker ended for memory leaves
 
@@ -84,7 +85,7 @@ def run_units(
     *,
     address: str | None = None,
     workers: int | None = None,
-    progress: "TerminalProgress | None" = None,
+    progress: "Progress | None" = None,
     memory: UnitMemory | Callable[[Unit], UnitMemory] = DEFAULT_MEMORY,
     oom_retries: int = OOM_RETRIES,
 ) -> tuple[list[UnitRecord], dict[str, str]]:
@@ -130,7 +131,9 @@ def run_units(
     records: dict[int, UnitRecord] = {}
     failed: dict[str, str] = {}
     while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=None if progress is None else PROGRESS_WAIT_S)
+        if not done and progress is not None:
+            progress.tick(len(records), len(failed), len(units))
         for ref in done:
             unit, note = pending.pop(ref)
             try:
@@ -236,33 +239,43 @@ def _call(fn: Callable, item):
     return fn(item)
 
 
-class TerminalProgress:
-    """One line on stderr: units done/failed/total, rows written, the kind's throughput (e.g. events/s), ETA;
-    silent off a terminal."""
+class Progress:
+    """A job's progress on stderr: units done/failed/total, rows written, the kind's throughput (e.g. events/s)
+    and the ETA. On a terminal, one live line redrawn as units finish; off one (`ray job logs --follow`, a
+    nightly job's log file), a plain line every `interval_s` (`tick` is called while no unit finishes) and one
+    when the last unit ends."""
 
-    def __init__(self, throughput: Throughput | None = None, stream=sys.stderr):
-        self.throughput = throughput
-        self.stream = stream
-        self.started = time.monotonic()
+    def __init__(self, throughput: Throughput | None = None, stream=sys.stderr, interval_s: float = 30.0, clock=None):
+        self.throughput, self.stream, self.interval_s = throughput, stream, interval_s
+        self.clock = clock or time.monotonic
+        self.started = self.last = self.clock()
         self.rows = 0
         self.count = 0
+        self.live = stream.isatty()
 
     def update(self, record: UnitRecord | None, done: int, failed: int, total: int) -> None:
+        """A unit ended (`record` None: it failed)."""
         if record is not None:
             self.rows += sum(info.rows for infos in record.shards.values() for info in infos)
             if self.throughput is not None:
                 self.count += record.counters.get(self.throughput.stage, {}).get(self.throughput.counter, 0)
-        if not self.stream.isatty():
+        self.tick(done, failed, total)
+
+    def tick(self, done: int, failed: int, total: int) -> None:
+        """Show the line if it is due: always on a terminal; off one, each `interval_s` and at the end."""
+        now = self.clock()
+        finished = done + failed == total
+        if not self.live and not finished and now - self.last < self.interval_s:
             return
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        finished = done + failed
-        eta = elapsed / finished * (total - finished)
+        self.last = now
+        elapsed = max(now - self.started, 1e-9)
+        eta = f"{elapsed / (done + failed) * (total - done - failed):.0f}s" if done + failed else "-"
         rate = f"{self.count / elapsed:,.0f} {self.throughput.label}/s  " if self.throughput else ""
-        self.stream.write(
-            f"\r  units {done} done, {failed} failed, {total} total  rows {self.rows}  {rate}eta {eta:.0f}s "
-        )
-        if finished == total:
-            self.stream.write("\n")
+        line = f"units {done} done, {failed} failed, {total} total  rows {self.rows:,}  {rate}eta {eta}"
+        if self.live:
+            self.stream.write(f"\r  {line} " + ("\n" if finished else ""))
+        else:
+            self.stream.write(f"tracegen: {line}  ({elapsed:.0f}s)\n")
         self.stream.flush()
 
 

@@ -35,7 +35,7 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
-from pipeline.engine.orchestrate import TerminalProgress, map_tasks, run_units, start_ray
+from pipeline.engine.orchestrate import Progress, map_tasks, run_units, start_ray
 from pipeline.engine.versions import (
     VERSIONS,
     commit_version,
@@ -223,7 +223,7 @@ def _run(
         work,
         address=address,
         workers=workers,
-        progress=TerminalProgress(),
+        progress=Progress(),
         memory=functools.partial(_unit_memory, task_memory_mb=task_memory_mb),
         oom_retries=oom_retries,
     )
