@@ -161,3 +161,23 @@ def test_a_split_suite_traces_what_the_whole_one_does(tmp_path, ray_local):
     assert sorted({row["test_id"] for row in split["traces"]}) == sorted({row["test_id"] for row in whole["traces"]})
     assert any("many.double" in row["test_id"] for row in split["traces"])  # the doctest ran, in the first piece
     assert {row["trace_id"] for row in split["traces"]} == {row["trace_id"] for row in whole["traces"]}
+
+
+def test_a_repository_the_planner_cannot_read_stays_one_unit(tmp_path, monkeypatch):
+    """Whatever goes wrong while planning a repository (its clone, its files), the plan goes on: the repository
+    is one unit, whose task then meets the problem and records it as any unit does."""
+    from pipeline.kinds import repos as repos_kind
+
+    spec = RepoSpec(name="odd", url=str(tmp_path / "nowhere"), ref="main")
+    config = ReposConfig(cache_dir=str(tmp_path / "cache"))
+    assert repos_kind.plan_repo(spec, config) == [spec]  # the clone fails
+
+    def unreadable(*_):
+        raise PermissionError("a file the planner may not read")
+
+    origin = tmp_path / "many"
+    fixtures.make_repo(origin, MANY)
+    monkeypatch.setattr(repos_kind, "repo_pieces", unreadable)
+    readable = RepoSpec(name="many", url=str(origin), ref="main")
+    config = ReposConfig(cache_dir=str(tmp_path / "cache"), tests_per_unit=8)
+    assert repos_kind.plan_repo(readable, config) == [readable]
