@@ -181,3 +181,18 @@ def test_a_repository_the_planner_cannot_read_stays_one_unit(tmp_path, monkeypat
     readable = RepoSpec(name="many", url=str(origin), ref="main")
     config = ReposConfig(cache_dir=str(tmp_path / "cache"), tests_per_unit=8)
     assert repos_kind.plan_repo(readable, config) == [readable]
+
+
+def test_a_refresh_plans_the_same_pieces_under_the_same_keys_until_the_commit_moves(tmp_path, ray_local):
+    from pipeline.refresh.plan import repo_units as refresh_units
+
+    origin = tmp_path / "many"
+    fixtures.make_repo(origin, MANY)
+    spec = RepoSpec(name="many", url=str(origin), ref="main")
+    config = ReposConfig(cache_dir=str(tmp_path / "cache"), tests_per_unit=8)
+    first, again = refresh_units([spec], config), refresh_units([spec], config)
+    assert [unit.key for unit in first] == [unit.key for unit in again] and len(set(u.key for u in first)) == 3
+    assert [unit.unit_id.rsplit("-", 1)[1] for unit in first] == ["1of3", "2of3", "3of3"]
+    fixtures.commit(origin, {"tests/test_part9.py": "def test_new():\n    pass\n"}, "one more module")
+    moved = refresh_units([spec], config)
+    assert not {unit.key for unit in moved} & {unit.key for unit in first}  # a new commit: every piece again
