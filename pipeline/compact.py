@@ -11,7 +11,7 @@ import json
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.compaction import MODES, CompactionSettings, compact, group_of
+from pipeline.engine.compaction import MODES, CompactionSettings, compact_and_commit, group_of
 from pipeline.engine.dataset import (
     UnitRecord,
     open_root,
@@ -96,23 +96,28 @@ def compact_dataset(uri: str, settings: CompactionSettings, *, workers=None, add
 
     start_ray(address, workers)
     records = dataset_records(fs, root, manifest)
-    compacted = compact(
-        fs, root, records, settings, int(manifest["config"].get("zstd_level", 3)), uri=uri, persist_records=True
-    )
-    written = write_manifest(
+    written, _ = compact_and_commit(
         fs,
         root,
-        compacted.records,
-        kind=manifest["kind"],
-        config=manifest["config"],
-        config_hash=manifest["config_hash"],
-        seed=manifest["seed"],
-        code_version=manifest["code_version"],
-        failed_units=manifest["failed_units"],
-        files=manifest.get("files"),
-        extra=compacted.manifest_extra(settings),
+        records,
+        settings,
+        int(manifest["config"].get("zstd_level", 3)),
+        lambda records, extra: write_manifest(
+            fs,
+            root,
+            records,
+            kind=manifest["kind"],
+            config=manifest["config"],
+            config_hash=manifest["config_hash"],
+            seed=manifest["seed"],
+            code_version=manifest["code_version"],
+            failed_units=manifest["failed_units"],
+            files=manifest.get("files"),
+            extra=extra,
+        ),
+        uri=uri,
+        persist_records=True,
     )
-    compacted.finish()
     return written
 
 

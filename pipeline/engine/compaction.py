@@ -30,6 +30,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,6 +48,7 @@ MODES = ("auto", "always", "never")
 _COMPACTED = re.compile(r"^compact-(\d+)\.parquet$")
 
 Mapper = Callable[[Callable, Sequence], list]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -481,6 +483,31 @@ def compact(
         for index, position in enumerate(members[task.group]):
             records[position] = replace(records[position], shards=slices[index])
     return Compaction(records, plan, fs, root)
+
+
+def compact_and_commit(
+    fs: pafs.FileSystem,
+    root: str,
+    records: Sequence[UnitRecord],
+    settings: CompactionSettings,
+    zstd_level: int,
+    publish: Callable[[list[UnitRecord], dict], T],
+    *,
+    uri: str,
+    persist_records: bool,
+    mapper: Mapper | None = None,
+) -> tuple[T, list[UnitRecord]]:
+    """The commit sequence every writer of a dataset follows (a job, `tracegen compact`, a refresh's version):
+    compact `records`' shards (`compact`), `publish(records, manifest_extra)` with the records as they now are —
+    the manifest, the commit point — then finish the compaction (delete the shards it merged). A crash before
+    `publish` leaves the old commit whole; after it, the next run finishes the cleanup. Returns what `publish`
+    returned and the committed records."""
+    compacted = compact(
+        fs, root, records, settings, zstd_level, uri=uri, persist_records=persist_records, mapper=mapper
+    )
+    published = publish(compacted.records, compacted.manifest_extra(settings))
+    compacted.finish()
+    return published, compacted.records
 
 
 def _default_mapper() -> Mapper:

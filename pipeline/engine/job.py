@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.compaction import CompactionSettings, compact, sweep_unlisted
+from pipeline.engine.compaction import CompactionSettings, compact_and_commit, sweep_unlisted
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import (
     MANIFEST,
@@ -176,23 +176,30 @@ def execute_job(
     settings = compaction or CompactionSettings()
     if failed:  # compacted once complete, so a resumed job's files are those of one run from scratch
         settings = replace(settings, mode="never")
-    compacted = compact(fs, root, records, settings, config.zstd_level, uri=out, persist_records=True)
-    manifest = write_manifest(
+    manifest, committed = compact_and_commit(
         fs,
         root,
-        compacted.records,
-        kind=config.kind,
-        config=config.as_dict(),
-        config_hash=config_hash,
-        seed=config.seed,
-        code_version=code_version(),
-        failed_units=failed,
-        files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (beside or {}).items()},
-        extra=compacted.manifest_extra(settings),
+        records,
+        settings,
+        config.zstd_level,
+        lambda records, extra: write_manifest(
+            fs,
+            root,
+            records,
+            kind=config.kind,
+            config=config.as_dict(),
+            config_hash=config_hash,
+            seed=config.seed,
+            code_version=code_version(),
+            failed_units=failed,
+            files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (beside or {}).items()},
+            extra=extra,
+        ),
+        uri=out,
+        persist_records=True,
     )
-    compacted.finish()
     if had_compacted:  # a group whose units all ran again left files no record lists
-        sweep_unlisted(fs, root, compacted.records)
+        sweep_unlisted(fs, root, committed)
     if failed:
         raise JobIncomplete(incomplete_message(failed, len(units), out))
     return manifest

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.engine.compaction import CompactionSettings, compact, finish_pending
+from pipeline.engine.compaction import CompactionSettings, compact_and_commit, finish_pending
 from pipeline.engine.dataset import (
     INLINE_SHARDS,
     UnitRecord,
@@ -160,40 +160,41 @@ def refresh(
         ]
         result.added = _rows([record for _, record in records])
         result.dropped = _rows([UnitRecord.from_json(unit["record"]) for unit in dropped])
-        settings = compaction or CompactionSettings()
-        compacted = compact(
+
+        def publish(committed: list[UnitRecord], extra: dict) -> None:
+            """The version's manifest, its log entry and LATEST: the commit point of the refresh."""
+            units = [dict(entry, record=record.to_json()) for entry, record in zip(entries, committed, strict=True)]
+            manifest = _write_manifest(fs, staging, units, configs, failed, n, latest, extra)
+            entry = {
+                "version": n,
+                "created": manifest["created"],
+                "previous": latest,
+                "manifest": f"versions/{n}/manifest.json",
+                "sources": sources_path,
+                "units_run": len(records),
+                "units_reused": len(reused),
+                "units_dropped": len(dropped),
+                "failed_units": failed,
+                "added": result.added,
+                "dropped": result.dropped,
+                "rows": {name: table["rows"] for name, table in manifest["tables"].items()},
+            }
+            commit_version(fs, root, n, entry)
+            result.version = result.latest = n
+            result.units_run, result.units_dropped = len(records), len(dropped)
+            write_latest(fs, root, n)
+
+        compact_and_commit(
             fs,
             staging,
             [UnitRecord.from_json(entry["record"]) for entry in entries],
-            settings,
+            compaction or CompactionSettings(),
             configs.functions.zstd_level,
+            publish,
             uri=f"{root_uri.rstrip('/')}/{VERSIONS}/{n}",
             persist_records=False,
             mapper=functools.partial(map_tasks, address=address, workers=workers),
         )
-        entries = [
-            dict(entry, record=record.to_json()) for entry, record in zip(entries, compacted.records, strict=True)
-        ]
-        manifest = _write_manifest(fs, staging, entries, configs, failed, n, latest, compacted.manifest_extra(settings))
-        entry = {
-            "version": n,
-            "created": manifest["created"],
-            "previous": latest,
-            "manifest": f"versions/{n}/manifest.json",
-            "sources": sources_path,
-            "units_run": len(records),
-            "units_reused": len(reused),
-            "units_dropped": len(dropped),
-            "failed_units": failed,
-            "added": result.added,
-            "dropped": result.dropped,
-            "rows": {name: table["rows"] for name, table in manifest["tables"].items()},
-        }
-        commit_version(fs, root, n, entry)
-        result.version = result.latest = n
-        result.units_run, result.units_dropped = len(records), len(dropped)
-        write_latest(fs, root, n)
-        compacted.finish()
         if report:
             _report(f"{root_uri.rstrip('/')}/versions/{n}")
         result.removed_versions = retain(fs, root, keep)
