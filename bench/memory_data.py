@@ -46,6 +46,9 @@ from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_s
 from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, write_merged_shard  # noqa: E402
 from schemas import schema_of  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from workload import TEXT_FUNCTIONS  # noqa: E402
+
 FULL = {"tests": 5000, "trajectories": 1_000_000, "events": 50_000}
 STAMP = "generated.json"
 GIT_ENV = {
@@ -80,31 +83,9 @@ def _digest(*parts) -> str:
 
 # -- (a) the repository ------------------------------------------------------------------------------------------
 
-PACKAGE = """
-def normalize(word):
-    return word.strip(".,;:!?").lower()
-
-
-def tokenize(text):
-    words, current = [], []
-    for char in text:
-        if char.isspace():
-            if current:
-                words.append(normalize("".join(current)))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        words.append(normalize("".join(current)))
-    return [word for word in words if word]
-
-
-def frequencies(tokens):
-    counts = {}
-    for token in tokens:
-        counts[token] = counts.get(token, 0) + 1
-    return counts
-
+PACKAGE = (
+    TEXT_FUNCTIONS
+    + """
 
 def insertion_sort(values):
     items = list(values)
@@ -167,6 +148,7 @@ def summarize(values):
     middle = ordered[len(ordered) // 2] if ordered else None
     return {"n": stats.n, "mean": round(stats.mean, 3), "variance": round(stats.variance(), 3), "median": middle}
 """
+)
 
 WORDS = "the quick brown fox jumps over a lazy dog while seven wizards quietly hex bold jumping zebras".split()
 

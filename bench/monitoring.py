@@ -27,26 +27,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from workload import WORKLOAD, best_of
+from workload import TEXT_FUNCTIONS, WORKLOAD, best_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
-REPO_MODULE = """
-def normalize(word):
-    return word.strip(".,;:!?").lower()
-
-def tokenize(text):
-    words, current = [], []
-    for char in text:
-        if char.isspace():
-            if current:
-                words.append(normalize("".join(current)))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        words.append(normalize("".join(current)))
-    return [word for word in words if word]
+REPO_MODULE = (
+    TEXT_FUNCTIONS
+    + """
 
 def gcd(a, b):
     while b:
@@ -56,6 +43,7 @@ def gcd(a, b):
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 """
+)
 
 
 # -- part 1: in process, standard library only (runs under --python) ------------------------------------------

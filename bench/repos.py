@@ -22,6 +22,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import repo_fixtures  # noqa: E402
+from workload import TEXT_FUNCTIONS  # noqa: E402
 
 from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.engine.stats import StageCounters  # noqa: E402
@@ -53,31 +55,9 @@ WORDKIT = {
         version = "0.1.0"
         """,
     "wordkit/__init__.py": "",
-    "wordkit/text.py": """
-        def normalize(word):
-            return word.strip(".,;:!?").lower()
-
-
-        def tokenize(text):
-            words, current = [], []
-            for char in text:
-                if char.isspace():
-                    if current:
-                        words.append(normalize("".join(current)))
-                        current = []
-                else:
-                    current.append(char)
-            if current:
-                words.append(normalize("".join(current)))
-            return [word for word in words if word]
-
-
-        def frequencies(tokens):
-            counts = {}
-            for token in tokens:
-                counts[token] = counts.get(token, 0) + 1
-            return counts
-
+    "wordkit/text.py": TEXT_FUNCTIONS
+    + textwrap.dedent(
+        """
 
         def top_k(counts, k):
             ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -86,7 +66,8 @@ WORDKIT = {
 
         def ngrams(tokens, n):
             return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
-        """,
+        """
+    ),
     "wordkit/algos.py": """
         def merge(left, right):
             out, i, j = [], 0, 0

@@ -1,8 +1,36 @@
-"""What both in-process tracer benches share (bench/tracer.py, bench/monitoring.py): the function they trace
-(loops, calls, a dict, a sort and an integer recurrence, so every event kind and several local types occur)
-and the timer. Standard library only: bench/monitoring.py runs it under another interpreter."""
+"""What the benches share: the function the in-process tracer benches trace (bench/tracer.py, bench/monitoring.py:
+loops, calls, a dict, a sort and an integer recurrence, so every event kind and several local types occur), the
+text functions of the generated repositories' packages (bench/repos.py, bench/monitoring.py,
+bench/memory_data.py) and the timer. Standard library only: bench/monitoring.py runs it under another
+interpreter."""
 
 import time
+
+TEXT_FUNCTIONS = """
+def normalize(word):
+    return word.strip(".,;:!?").lower()
+
+
+def tokenize(text):
+    words, current = [], []
+    for char in text:
+        if char.isspace():
+            if current:
+                words.append(normalize("".join(current)))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        words.append(normalize("".join(current)))
+    return [word for word in words if word]
+
+
+def frequencies(tokens):
+    counts = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    return counts
+"""
 
 WORKLOAD = """
 def score(word):
