@@ -20,7 +20,7 @@ the manifest, with its sha256). Readers go through `table_shards`, which reads b
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -197,6 +197,28 @@ def table_rows(uri: str, table: str) -> Iterator[dict]:
     for shard in table_shards(fs, root, manifest, table):
         with fs.open_input_file(shard_file(root, shard["path"])) as source:
             yield from pq.read_table(source).to_pylist()
+
+
+def shard_batches(
+    uri: str,
+    paths: Iterable[str],
+    columns: list[str] | None = None,
+    row_groups: dict[str, tuple[int, int]] | None = None,
+    batch_rows: int = 256,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the dataset at `uri`'s shards `paths` (manifest paths), `columns` only, `batch_rows` at a time
+    and in order, never a shard at once; `row_groups` limits a shard to its row groups [first, stop)."""
+    from pipeline.engine.versions import shard_file
+
+    fs, root = open_root(uri)
+    for path in paths:
+        with fs.open_input_file(shard_file(root, path)) as handle:
+            file = pq.ParquetFile(handle)
+            first, stop = (row_groups or {}).get(path, (0, file.num_row_groups))
+            if first < stop:
+                yield from file.iter_batches(
+                    batch_size=batch_rows, row_groups=list(range(first, stop)), columns=columns
+                )
 
 
 def write_manifest(

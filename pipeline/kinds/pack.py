@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest, table_shards
+from pipeline.engine.dataset import open_root, read_manifest, shard_batches, table_shards
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -90,24 +90,10 @@ class PackShards:
     row_groups: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _batches(
-    root: str,
-    paths: tuple[str, ...],
-    columns: list[str] | None = None,
-    row_groups: dict[str, tuple[int, int]] | None = None,
-    batch_rows: int = BATCH_ROWS,
-) -> Iterator[list[dict]]:
-    """The shards' rows (`columns` only), `batch_rows` at a time, in order; `row_groups` limits a shard to
-    its row groups [first, stop)."""
-    fs, base = open_root(root)
-    for path in paths:
-        with fs.open_input_file(shard_file(base, path)) as handle:
-            file = pq.ParquetFile(handle)
-            first, stop = (row_groups or {}).get(path, (0, file.num_row_groups))
-            if first >= stop:
-                continue
-            for batch in file.iter_batches(batch_size=batch_rows, row_groups=list(range(first, stop)), columns=columns):
-                yield batch.to_pylist()
+def _batches(root: str, paths: tuple[str, ...], columns: list[str] | None = None, **options) -> Iterator[list[dict]]:
+    """The shards' rows as Python rows, a batch at a time (`shard_batches`)."""
+    for batch in shard_batches(root, paths, columns, **options):
+        yield batch.to_pylist()
 
 
 def _rows(root: str, paths: tuple[str, ...], columns: list[str] | None = None, **options) -> Iterator[dict]:
@@ -312,8 +298,5 @@ class PackKind(JobKind[PackConfig]):
 def _exact_rows(root: str, paths: tuple[str, ...], columns: list[str]) -> Iterator[list[dict]]:
     """The `exact` rows of go_next_event shards, a batch at a time (the other prefix kinds are never decoded
     to Python)."""
-    fs, base = open_root(root)
-    for path in paths:
-        with fs.open_input_file(shard_file(base, path)) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=BATCH_ROWS * 16, columns=columns):
-                yield batch.filter(pc.field("prefix_kind") == "exact").to_pylist()
+    for batch in shard_batches(root, paths, columns, batch_rows=BATCH_ROWS * 16):
+        yield batch.filter(pc.field("prefix_kind") == "exact").to_pylist()

@@ -14,7 +14,7 @@ from typing import ClassVar
 import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest, table_shards
+from pipeline.engine.dataset import open_root, read_manifest, shard_batches, table_shards
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageOutput
@@ -85,10 +85,8 @@ class ResampleKind(JobKind[ResampleConfig]):
     def produce(self, payload: TracesShard, unit_id: str, config: ResampleConfig, sink: UnitSink) -> StageOutput:
         """Traces are read and their trajectories written BATCH_ROWS at a time."""
         sampler = TrajectorySampler(config.sampling, unit_id)
-        fs, root = open_root(payload.source)
-        with fs.open_input_file(shard_file(root, payload.path)) as source:
-            shard = pq.ParquetFile(source)
-            groups = None if payload.row_group < 0 else [payload.row_group]
-            for batch in shard.iter_batches(batch_size=BATCH_ROWS, row_groups=groups):
-                sink.write("trajectories", sampler.sample(batch.to_pylist()))
+        group = payload.row_group
+        row_groups = {} if group < 0 else {payload.path: (group, group + 1)}
+        for batch in shard_batches(payload.source, [payload.path], row_groups=row_groups, batch_rows=BATCH_ROWS):
+            sink.write("trajectories", sampler.sample(batch.to_pylist()))
         return sampler.output()
