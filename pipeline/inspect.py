@@ -269,23 +269,17 @@ TRACE_SUMMARY = ["trace_id", "source_id", "exit", "truncated", "n_events", "pert
 
 def _scan_traces(out: str, n: int) -> tuple[pl.DataFrame | None, Counter, list[dict]]:
     """One pass over `traces`, a row group at a time: (the summary columns of every row, the event mix, the
-    `n` example traces in full), so the events of a large dataset are never held at once."""
-    summary, mix = [], Counter()
-    for group in row_groups(out, "traces", [*TRACE_SUMMARY, "events"]):
+    `n` example traces in full), so the events of a large dataset are never held at once. The examples are kept
+    as the pass goes: the best `n` of what was kept and the next row group are the best `n` so far."""
+    summary, mix, examples = [], Counter(), None
+    for group in row_groups(out, "traces"):
         summary.append(group.select(TRACE_SUMMARY))
         kinds = group.select(pl.col("events").list.eval(pl.element().struct.field("event"))).explode("events")
         mix.update(dict(kinds["events"].drop_nulls().value_counts().iter_rows()))
-    if not summary:
+        examples = _example_traces(group if examples is None else pl.concat([examples, group]), n)
+    if examples is None:
         return None, mix, []
-    traces = pl.concat(summary)
-    wanted = list(_example_traces(traces, n)["trace_id"])
-    found: dict[str, dict] = {}
-    for group in row_groups(out, "traces"):
-        for row in group.filter(pl.col("trace_id").is_in(wanted)).to_dicts():
-            found.setdefault(row["trace_id"], row)
-        if len(found) == len(set(wanted)):
-            break
-    return traces, mix, [found[trace_id] for trace_id in wanted if trace_id in found]
+    return pl.concat(summary), mix, examples.to_dicts()
 
 
 def _by_count(item: tuple[str, int]) -> tuple[int, str]:
