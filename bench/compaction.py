@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.engine.compaction import CompactionSettings, compact  # noqa: E402
+from pipeline.engine.compaction.commit import compact  # noqa: E402
+from pipeline.engine.compaction.settings import CompactionSettings  # noqa: E402
 from pipeline.engine.dataset import UnitRecord, open_root, write_manifest  # noqa: E402
 from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.engine.orchestrate import start_ray  # noqa: E402

@@ -11,7 +11,9 @@ import json
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.compaction import MODES, CompactionSettings, compact_and_commit, group_of
+from pipeline.engine.compaction.commit import compact_and_commit
+from pipeline.engine.compaction.files import group_of
+from pipeline.engine.compaction.settings import MODES, CompactionSettings
 from pipeline.engine.dataset import (
     UnitRecord,
     open_root,

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.compaction import CompactionSettings, compact_and_commit, sweep_unlisted
+from pipeline.engine.compaction.commit import compact_and_commit
+from pipeline.engine.compaction.files import sweep_unlisted
+from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import (
     MANIFEST,
@@ -151,7 +153,7 @@ def execute_job(
     memory: UnitMemory | None = None,
     oom_retries: int = OOM_RETRIES,
 ) -> dict:
-    """Run every unit (finished ones are skipped), compact (pipeline/engine/compaction.py: when `compaction`
+    """Run every unit (finished ones are skipped), compact (pipeline/engine/compaction/: when `compaction`
     wants it and no unit failed; broken groups always) and commit the dataset by writing its manifest;
     the `beside` files (name -> text) are written first and listed in the manifest. Each unit's task has
     `memory` (pipeline/engine/memory.py; None: the default) and at most `oom_retries` resubmissions for it."""

@@ -22,7 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.engine.compaction import CompactionSettings, compact_and_commit, finish_pending
+from pipeline.engine.compaction.commit import compact_and_commit
+from pipeline.engine.compaction.plan import finish_pending
+from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.dataset import (
     INLINE_SHARDS,
     UnitRecord,

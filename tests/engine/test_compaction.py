@@ -21,10 +21,12 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-import pipeline.engine.compaction as compaction
 import pipeline.engine.job as job
 from pipeline.compact import compact_dataset
-from pipeline.engine.compaction import CompactionSettings, write_group
+from pipeline.engine.compaction import commit, estimates, group_task
+from pipeline.engine.compaction import plan as plan_protocol
+from pipeline.engine.compaction.group_task import write_group
+from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.config import KindConfig
 from pipeline.engine.dataset import INLINE_SHARDS, open_root, read_manifest, table_rows, table_shards
 from pipeline.engine.executor import Unit, execute_unit, fingerprint
@@ -68,7 +70,7 @@ def units(count: int = UNITS) -> list[Unit]:
 
 def inline(monkeypatch):
     monkeypatch.setattr(job, "run_units", lambda units, work, **_: ([work(unit) for unit in units], {}))
-    monkeypatch.setattr(compaction, "_default_mapper", lambda: lambda fn, items: [fn(item) for item in items])
+    monkeypatch.setattr(commit, "_default_mapper", lambda: lambda fn, items: [fn(item) for item in items])
 
 
 def run(out: Path, settings: CompactionSettings = SMALL, count: int = UNITS) -> dict:
@@ -152,7 +154,7 @@ def test_a_compaction_killed_at_a_boundary_resumes_to_the_same_files(tmp_path, m
 
         return mapper
 
-    real_write_text, real_delete = compaction.write_text, compaction._delete
+    real_write_text, real_delete = group_task.write_text, plan_protocol.delete
 
     def die_at_third_record(fs, path, text):
         if path.endswith(".done.json"):
@@ -176,13 +178,13 @@ def test_a_compaction_killed_at_a_boundary_resumes_to_the_same_files(tmp_path, m
         return result
 
     with monkeypatch.context() as patch:
-        patch.setattr(compaction, "_default_mapper", dying_mapper)
+        patch.setattr(commit, "_default_mapper", dying_mapper)
         if boundary == "after_files":
-            patch.setattr(compaction, "write_text", die_at_third_record)
+            patch.setattr(group_task, "write_text", die_at_third_record)
         if boundary == "after_group_record":
-            patch.setattr(compaction, "write_group", die_after_records)
+            patch.setattr(commit, "write_group", die_after_records)
         if boundary == "mid_cleanup":
-            patch.setattr(compaction, "_delete", die_deleting)
+            patch.setattr(plan_protocol, "delete", die_deleting)
         with pytest.raises(Died):
             run(out)
     assert not rows(out) or rows(out) == expected  # the manifest committed before is still whole
@@ -202,10 +204,10 @@ def test_a_real_kill_of_tracegen_compact_then_a_rerun_gives_the_same_files(tmp_p
     script = textwrap.dedent(
         f"""
         import os, signal, sys
-        import pipeline.engine.compaction as compaction
+        import pipeline.engine.compaction.commit as commit
         import pipeline.engine.orchestrate as orchestrate
         from pipeline.compact import compact_dataset
-        from pipeline.engine.compaction import CompactionSettings
+        from pipeline.engine.compaction.settings import CompactionSettings
 
         def killing_mapper(fn, items):
             results = [fn(items[0])]
@@ -213,7 +215,7 @@ def test_a_real_kill_of_tracegen_compact_then_a_rerun_gives_the_same_files(tmp_p
             return results
 
         orchestrate.start_ray = lambda *a, **k: None
-        compaction._default_mapper = lambda: killing_mapper
+        commit._default_mapper = lambda: killing_mapper
         compact_dataset(sys.argv[1], CompactionSettings(mode="always", target_bytes={SMALL.target_bytes},
                         row_group_bytes={SMALL.row_group_bytes}))
         """
@@ -290,10 +292,10 @@ def test_the_merge_ratio_is_learnt_from_a_bounded_sample_of_loose_shards(tmp_pat
     records = [execute_unit(unit, produce, str(tmp_path), "h", 3) for unit in units(6)]
     fs, root = open_root(str(tmp_path))
     sizes = [record.shards["duplicates"][0].bytes for record in records]
-    monkeypatch.setattr(compaction, "SAMPLE_BYTES", sizes[0] + sizes[1])
+    monkeypatch.setattr(estimates, "SAMPLE_BYTES", sizes[0] + sizes[1])
     for record in records[2:]:
         os.remove(tmp_path / record.shards["duplicates"][0].path)
-    ratios = compaction.merge_ratios(fs, root, records, list(range(len(records))), 3)
+    ratios = estimates.merge_ratios(fs, root, records, list(range(len(records))), 3)
     assert 0 < ratios["duplicates"] <= 1.0
-    monkeypatch.setattr(compaction, "SAMPLE_BYTES", sizes[0] - 1)
-    assert "duplicates" not in compaction.merge_ratios(fs, root, records, list(range(len(records))), 3)
+    monkeypatch.setattr(estimates, "SAMPLE_BYTES", sizes[0] - 1)
+    assert "duplicates" not in estimates.merge_ratios(fs, root, records, list(range(len(records))), 3)

@@ -156,7 +156,7 @@ def long_go_dataset(out: str, n_events: int, runs: int = 2) -> None:
 def pack_in_process(data: str, out: str, seq_len: int, unit_mb: int) -> dict:
     """The pack job with its units run here, in order (no Ray); returns the manifest."""
     import pipeline.engine.job as job
-    from pipeline.engine.compaction import CompactionSettings
+    from pipeline.engine.compaction.settings import CompactionSettings
     from pipeline.kinds.pack import PackConfig, PackKind
     from pipeline.stages.pack.packing import PackSettings
 

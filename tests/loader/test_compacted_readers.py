@@ -13,7 +13,7 @@ import pytest
 from loader_helpers import pack
 
 from pipeline.compact import compact_dataset
-from pipeline.engine.compaction import CompactionSettings
+from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.dataset import open_root, read_manifest, table_rows, table_shards
 from pipeline.engine.job import run_job
 from pipeline.inspect import summarize

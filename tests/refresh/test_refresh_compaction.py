@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_refresh import configs, ids, records, write_jsonl
 
-from pipeline.engine.compaction import CompactionSettings
+from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.dataset import open_root, read_manifest, table_rows, table_shards
 from pipeline.refresh.run import refresh
 
