@@ -162,7 +162,7 @@ def _planted_row(i: int, num_perm: int, memo: dict) -> np.ndarray:
 
 def _base_rows(positions: np.ndarray, num_perm: int) -> np.ndarray:
     """Random-looking rows, one per position (distinct functions share no band)."""
-    from pipeline.stages.dedup import _mix
+    from pipeline.stages.dedup_distributed import _mix
 
     cells = positions[:, None].astype(np.int64) * num_perm + np.arange(num_perm, dtype=np.int64)[None, :]
     return (_mix(cells + (1 << 40)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -326,7 +326,7 @@ def in_child(fn):
 
 def idle_task() -> int:
     """A task that only imports what the stage tasks import: the baseline of a new worker."""
-    import pipeline.stages.dedup  # noqa: F401
+    import pipeline.stages.dedup_distributed  # noqa: F401
 
     return 0
 
@@ -337,13 +337,8 @@ def distributed_main(args) -> None:
     import ray
 
     from pipeline.engine.orchestrate import RayTasks, start_ray
-    from pipeline.stages.dedup import (
-        ResolvePlan,
-        resolve_in_order,
-        resolve_submitted,
-        signature_matrix,
-        submit_signatures,
-    )
+    from pipeline.stages.dedup import signature_matrix
+    from pipeline.stages.dedup_distributed import ResolvePlan, resolve_in_order, resolve_submitted, submit_signatures
 
     settings = DedupSettings()
     n = args.records

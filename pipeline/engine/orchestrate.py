@@ -280,7 +280,7 @@ class Progress:
 
 
 class RayTasks:
-    """Ray tasks for a stage that wires its own task graph (`pipeline.stages.dedup.resolve_distributed`):
+    """Ray tasks for a stage that wires its own task graph (`pipeline.stages.dedup_distributed.resolve_distributed`):
     `submit` returns object refs, which later submits take as arguments (Ray passes them between workers
     without the driver fetching them); `gather` fetches values."""
 

@@ -22,20 +22,14 @@ from pipeline.kinds.options import (
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.functions import FunctionRecord, read_function_records
-from pipeline.stages.dedup import (
-    DedupSettings,
-    ResolvePlan,
-    resolve_distributed,
-    resolve_duplicates,
-    signature_matrix,
-    signatures,
-)
+from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix, signatures
+from pipeline.stages.dedup_distributed import ResolvePlan, resolve_distributed
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 DEDUP_BATCH = 512
 # From this many records on, the LSH resolution runs as Ray tasks by band (`resolve_distributed`), below it on the
-# driver: the result is the same either way (pipeline/stages/dedup.py says why), only the cost differs.
+# driver: the result is the same either way (pipeline/stages/dedup_distributed.py says why), only the cost differs.
 DISTRIBUTED_DEDUP_FROM = 20_000
 DEDUP_PLAN = ResolvePlan()  # the sizes of the distributed resolution's tasks (never its result)
 

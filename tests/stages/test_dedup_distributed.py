@@ -11,19 +11,17 @@ import numpy as np
 import pytest
 
 import pipeline.kinds.functions as functions_kind
-import pipeline.stages.dedup as dedup
+import pipeline.stages.dedup_distributed as dedup_distributed
 from pipeline.kinds.functions import find_duplicates
 from pipeline.sources.functions import FunctionRecord
-from pipeline.stages.dedup import (
-    DedupSettings,
+from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix
+from pipeline.stages.dedup_distributed import (
     InProcessTasks,
     ResolvePlan,
     components,
     lsh_bands,
     resolve_distributed,
-    resolve_duplicates,
     resolve_in_order,
-    signature_matrix,
 )
 
 SETTINGS = DedupSettings()
@@ -167,7 +165,7 @@ def test_the_same_on_other_corpora_and_block_sizes():
 
 def test_a_component_split_across_resolve_tasks_gives_another_result(corpus_sigs, monkeypatch):
     """The mutation the design rules out: records of one component resolved apart."""
-    monkeypatch.setattr(dedup, "resolve_task_of", lambda roots, tasks: np.arange(len(roots)) % tasks)
+    monkeypatch.setattr(dedup_distributed, "resolve_task_of", lambda roots, tasks: np.arange(len(roots)) % tasks)
     assert distributed(corpus_sigs, SMALL)[0] != serial(corpus_sigs)
 
 
@@ -182,7 +180,7 @@ def test_a_missing_band_or_a_resolution_blind_to_kept_status_gives_another_resul
     assert blind != expected
     # the band tasks see one band fewer than the serial index
     bands = lsh_bands(SETTINGS)
-    monkeypatch.setattr(dedup, "lsh_bands", lambda settings: bands[1:])
+    monkeypatch.setattr(dedup_distributed, "lsh_bands", lambda settings: bands[1:])
     assert distributed(corpus_sigs, SMALL)[0] != expected
 
 
