@@ -131,7 +131,7 @@ def run_job(
         workers=workers,
         address=address,
         overwrite=overwrite,
-        beside=kind.beside(units, config),
+        dataset_files=kind.dataset_files(units, config),
         compaction=compaction,
         memory=UnitMemory(task_memory_mb or kind.task_memory_mb, kind.smaller_units),
         oom_retries=oom_retries,
@@ -148,20 +148,20 @@ def execute_job(
     workers: int | None = None,
     address: str | None = None,
     overwrite: bool = False,
-    beside: dict[str, str] | None = None,
+    dataset_files: dict[str, str] | None = None,
     compaction: CompactionSettings | None = None,
     memory: UnitMemory | None = None,
     oom_retries: int = OOM_RETRIES,
 ) -> dict:
     """Run every unit (finished ones are skipped), compact (pipeline/engine/compaction/: when `compaction`
     wants it and no unit failed; broken groups always) and commit the dataset by writing its manifest;
-    the `beside` files (name -> text) are written first and listed in the manifest. Each unit's task has
+    the `dataset_files` (name -> text) are written first and listed in the manifest. Each unit's task has
     `memory` (pipeline/engine/memory.py; None: the default) and at most `oom_retries` resubmissions for it."""
     config_hash = config.hash()
     prepare_output(out, config_hash, overwrite)
     fs, root = open_root(out)
     had_compacted = "compaction" in (read_manifest(fs, root) or {})
-    for name, text in (beside or {}).items():
+    for name, text in (dataset_files or {}).items():
         write_text(fs, f"{root}/{name}", text)
     work = functools.partial(
         execute_unit, produce=produce, out=out, config_hash=config_hash, zstd_level=config.zstd_level
@@ -194,7 +194,7 @@ def execute_job(
             seed=config.seed,
             code_version=code_version(),
             failed_units=failed,
-            files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (beside or {}).items()},
+            files={name: hashlib.sha256(text.encode()).hexdigest() for name, text in (dataset_files or {}).items()},
             extra=extra,
         ),
         uri=out,

@@ -55,8 +55,8 @@ class JobKind(ABC, Generic[C]):
     def units(self, source: str, config: C) -> list[Unit]:
         """The job's units, in a deterministic order (runs on the driver; may run Ray tasks)."""
 
-    def beside(self, units: list[Unit], config: C) -> dict[str, str]:
-        """Files the dataset holds beside its tables, name -> text (the packing stage's tokenizer): the
+    def dataset_files(self, units: list[Unit], config: C) -> dict[str, str]:
+        """The files the dataset holds besides its tables, name -> text (the packing stage's tokenizer): the
         driver writes them before the units run, and the manifest lists their sha256 under `files`."""
         return {}
 

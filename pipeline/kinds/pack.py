@@ -235,7 +235,7 @@ class PackKind(JobKind[PackConfig]):
         )
         return train_bpe(texts, config.vocab_size)
 
-    def beside(self, units: list[Unit], config: PackConfig) -> dict[str, str]:
+    def dataset_files(self, units: list[Unit], config: PackConfig) -> dict[str, str]:
         return {TOKENIZER_FILE: units[0].payload.tokenizer}
 
     def produce(self, payload: PackShards, unit_id: str, config: PackConfig, sink: UnitSink) -> StageOutput:
