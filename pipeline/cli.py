@@ -8,17 +8,32 @@ Exit status: 0 done; 1 some units failed (the dataset holds the others; run agai
 """
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from pipeline.compact import add_compact_arguments, add_compaction_options, compaction_from, run_compact
 from pipeline.engine.errors import SetupError
 from pipeline.engine.job import JobIncomplete, run_job
+from pipeline.engine.kind import JobKind
 from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
-from pipeline.kinds import KINDS, kind_named
+from pipeline.kinds import KINDS
 from pipeline.kinds.options import add_memory_options
 from pipeline.pretrain.command import add_evaluate_arguments, add_pretrain_arguments, run_evaluate, run_pretrain
 from pipeline.refresh.command import add_refresh_arguments, run_refresh
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `tracegen` subcommand: its name and help line, its options, and `run`, which does it and returns the
+    exit status (errors it raises are turned into statuses by `main`)."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -31,80 +46,118 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_compaction_options(parser)
 
 
+def add_kind_arguments(kind: JobKind, parser: argparse.ArgumentParser) -> None:
+    kind.add_arguments(parser)
+    add_run_options(parser)
+
+
+def run_kind(kind: JobKind, args: argparse.Namespace) -> int:
+    """Run a job of `kind` and print the summary of the dataset it wrote."""
+    from pipeline.inspect import summarize
+
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    source, config = kind.configure(args)
+    run_job(
+        kind,
+        source,
+        config,
+        args.out,
+        workers=args.workers,
+        address=args.ray_address,
+        overwrite=args.overwrite,
+        compaction=compaction_from(args),
+        task_memory_mb=args.task_memory_mb,
+        oom_retries=args.oom_retries,
+    )
+    print(summarize(args.out))
+    return 0
+
+
+def kind_command(kind: JobKind) -> Command:
+    return Command(
+        kind.command, kind.help, functools.partial(add_kind_arguments, kind), functools.partial(run_kind, kind)
+    )
+
+
+def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="dataset directory or URI")
+    parser.add_argument("--examples", type=int, default=1, help="decoded examples to print")
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    from pipeline.inspect import summarize
+
+    print(summarize(args.out, examples=args.examples))
+    return 0
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="whose format to write")
+    parser.add_argument("--data", required=True, help="dataset directory or URI")
+    parser.add_argument("--out", required=True, help="the JSON-lines file to write")
+    parser.add_argument(
+        "--runtime-goroutines",
+        action="store_true",
+        help="weave: re-parse the stored raw traces, keeping the runtime's goroutines as the seed's pipeline does",
+    )
+
+
+def run_export(args: argparse.Namespace) -> int:
+    written = export(args.dialect, args.data, args.out, runtime_goroutines=args.runtime_goroutines)
+    print(f"{written} {args.dialect} examples -> {args.out}")
+    return 0
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from pipeline.report import write_report
+
+    print(f"report -> {write_report(args.out)}")
+    return 0
+
+
+# Every subcommand, in the order `tracegen --help` lists them: the job kinds, then the others.
+COMMANDS = (
+    *(kind_command(kind) for kind in KINDS),
+    Command("inspect", "summarise a dataset", add_inspect_arguments, run_inspect),
+    Command(
+        "export",
+        "write a dataset's rows as another project's examples (JSON lines)",
+        add_export_arguments,
+        run_export,
+    ),
+    Command(
+        "refresh",
+        "publish a new dataset version with only what is new (nightly)",
+        add_refresh_arguments,
+        run_refresh,
+    ),
+    Command("report", "write report.html and PNG plots beside a version's manifest", add_report_arguments, run_report),
+    Command("compact", "merge a dataset's small shards into large files", add_compact_arguments, run_compact),
+    Command("pretrain", "train the neural debugger on a packed dataset", add_pretrain_arguments, run_pretrain),
+    Command("evaluate", "score a trained model per action (and on Go)", add_evaluate_arguments, run_evaluate),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracegen", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for kind in KINDS:
-        command = commands.add_parser(kind.command, help=kind.help)
-        kind.add_arguments(command)
-        add_run_options(command)
-    inspect = commands.add_parser("inspect", help="summarise a dataset")
-    inspect.add_argument("out", help="dataset directory or URI")
-    inspect.add_argument("--examples", type=int, default=1, help="decoded examples to print")
-    export = commands.add_parser("export", help="write a dataset's rows as another project's examples (JSON lines)")
-    export.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="whose format to write")
-    export.add_argument("--data", required=True, help="dataset directory or URI")
-    export.add_argument("--out", required=True, help="the JSON-lines file to write")
-    export.add_argument(
-        "--runtime-goroutines",
-        action="store_true",
-        help="weave: re-parse the stored raw traces, keeping the runtime's goroutines as the seed's pipeline does",
-    )
-    refresh = commands.add_parser("refresh", help="publish a new dataset version with only what is new (nightly)")
-    add_refresh_arguments(refresh)
-    report = commands.add_parser("report", help="write report.html and PNG plots beside a version's manifest")
-    report.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
-    add_compact_arguments(commands.add_parser("compact", help="merge a dataset's small shards into large files"))
-    add_pretrain_arguments(commands.add_parser("pretrain", help="train the neural debugger on a packed dataset"))
-    add_evaluate_arguments(commands.add_parser("evaluate", help="score a trained model per action (and on Go)"))
+    for command in COMMANDS:
+        command.add_arguments(commands.add_parser(command.name, help=command.help))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipeline.inspect import summarize
-
+    command = next(command for command in COMMANDS if command.name == args.command)
     try:
-        if args.command == "inspect":
-            print(summarize(args.out, examples=args.examples))
-            return 0
-        if args.command == "refresh":
-            return run_refresh(args)
-        if args.command == "compact":
-            return run_compact(args)
-        if args.command == "pretrain":
-            return run_pretrain(args)
-        if args.command == "evaluate":
-            return run_evaluate(args)
-        if args.command == "report":
-            from pipeline.report import write_report
-
-            print(f"report -> {write_report(args.out)}")
-            return 0
-        if args.command == "export":
-            written = export(args.dialect, args.data, args.out, runtime_goroutines=args.runtime_goroutines)
-            print(f"{written} {args.dialect} examples -> {args.out}")
-            return 0
-        kind = kind_named(args.command)
-        if args.workers is not None and args.workers < 1:
-            raise ValueError(f"--workers must be >= 1, got {args.workers}")
-        source, config = kind.configure(args)
-        run_job(
-            kind,
-            source,
-            config,
-            args.out,
-            workers=args.workers,
-            address=args.ray_address,
-            overwrite=args.overwrite,
-            compaction=compaction_from(args),
-            task_memory_mb=args.task_memory_mb,
-            oom_retries=args.oom_retries,
-        )
-        print(summarize(args.out))
-        return 0
+        return command.run(args)
     except SetupError as error:
         print(f"tracegen: setup: {error}", file=sys.stderr)
         return 2
