@@ -69,7 +69,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.sandbox.interpreters import Interpreter, describe, resolve_python  # noqa: E402
-from pipeline.sources.sdist import SdistCache, normalize, parse_pin  # noqa: E402
+from pipeline.sources.sdist.cache import SdistCache  # noqa: E402
+from pipeline.sources.sdist.index import normalize, parse_pin  # noqa: E402
 
 TRACE_TIMEOUT_S = 300  # the manifest's timeout_s (the brief's: the pipeline's defaults otherwise)
 BASELINE_INSTALL_TIMEOUT_S = 900

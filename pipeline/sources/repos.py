@@ -39,7 +39,7 @@ import shlex
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 
-from pipeline.sources.sdist import parse_pin
+from pipeline.sources.sdist.index import parse_pin
 from tracers.repo_code import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

@@ -19,7 +19,10 @@ from pipeline.kinds.repos import ReposConfig
 from pipeline.refresh.plan import repo_units
 from pipeline.refresh.sources import read_sources
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
-from pipeline.sources.sdist import Limits, SdistCache, SdistError, open_url, parse_pin, unpack
+from pipeline.sources.sdist import SdistError
+from pipeline.sources.sdist.archive import Limits, unpack
+from pipeline.sources.sdist.cache import SdistCache
+from pipeline.sources.sdist.index import open_url, parse_pin
 
 INICONFIG_SHA256 = "2d91e135bf72d31a410b17c16da610a82cb55f6b0477d1a902134b24a455b8b3"  # PyPI files never change
 PIP_CACHE = os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache")

@@ -37,7 +37,8 @@ from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
 from pipeline.sources.git_cache import GitCache, GitCacheError
 from pipeline.sources.repos import RepoSpec
-from pipeline.sources.sdist import SdistCache, SdistError
+from pipeline.sources.sdist import SdistError
+from pipeline.sources.sdist.cache import SdistCache
 from pipeline.stages.repos.cut import EntryCutter
 from pipeline.stages.repos.install import install_repo
 from pipeline.stages.repos.parity import outcomes, report_parity
