@@ -87,25 +87,31 @@ class CommitConflict(RuntimeError):
 def commit_version(fs: pafs.FileSystem, root: str, n: int, entry: dict) -> None:
     """Publish version `n` by creating its log entry exclusively; CommitConflict if it exists already."""
     fs.create_dir(f"{root}/{LOG}", recursive=True)
-    final = log_path(root, n)
-    data = json.dumps(entry, indent=2, sort_keys=True).encode()
+    try:
+        create_exclusive(fs, log_path(root, n), json.dumps(entry, indent=2, sort_keys=True).encode())
+    except FileExistsError:
+        raise CommitConflict(f"version {n} was committed by another writer") from None
+
+
+def create_exclusive(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Create `path` holding `data`, whole or not at all; FileExistsError if it exists already. Locally a
+    complete temporary file is hard-linked to `path`; on an object store, a conditional put."""
     if isinstance(fs, pafs.LocalFileSystem):
-        temporary = f"{root}/{LOG}/.{n:020d}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        directory, name = posixpath.split(path)
+        temporary = f"{directory}/.{name.removesuffix('.json')}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         with open(temporary, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         try:
-            os.link(temporary, final)
-        except FileExistsError:
-            raise CommitConflict(f"version {n} was committed by another writer") from None
+            os.link(temporary, path)
         finally:
             os.unlink(temporary)
         return
-    _commit_conditional_put(fs, final, data, n)
+    _conditional_put(fs, path, data)
 
 
-def _commit_conditional_put(fs: pafs.FileSystem, final: str, data: bytes, n: int) -> None:
+def _conditional_put(fs: pafs.FileSystem, path: str, data: bytes) -> None:
     """An object store: a create-exclusive put through fsspec (e.g. s3fs, which supports mode "xb")."""
     try:
         import fsspec  # pyright: ignore[reportMissingImports]
@@ -116,10 +122,8 @@ def _commit_conditional_put(fs: pafs.FileSystem, final: str, data: bytes, n: int
         ) from None
     target = fsspec.filesystem(fs.type_name)
     try:
-        with target.open(final, "xb") as handle:
+        with target.open(path, "xb") as handle:
             handle.write(data)
-    except FileExistsError:
-        raise CommitConflict(f"version {n} was committed by another writer") from None
     except (NotImplementedError, ValueError) as error:
         raise ValueError(
             f"{fs.type_name!r} has no conditional put ({error}); versions cannot be published there"
