@@ -18,7 +18,8 @@ Guarantees:
   rule needs a conditional put (s3fs `open(path, "xb")`); a filesystem with neither is refused.
 - Readers take the highest committed N (never LATEST alone, never an uncommitted directory).
 - Retention keeps the last K committed versions, the one LATEST names, and every version whose shards
-  a kept manifest lists; a removed version loses its log entry first, then its directory.
+  a kept manifest lists; a removed version leaves the tables' Delta logs first (pipeline/engine/delta_tables.py:
+  their latest versions list none of its files), then loses its log entry, then its directory.
 """
 
 import fcntl
@@ -160,6 +161,9 @@ def retain(fs: pafs.FileSystem, root: str, keep: int) -> list[int]:
         manifest = read_manifest(fs, version_dir(root, n))
         kept |= referenced_versions(fs, version_dir(root, n), manifest or {})
     removed = [n for n in versions if n not in kept]
+    from pipeline.engine.delta_tables import release  # it reads versions through this module
+
+    release(fs, root, removed)  # the tables' Delta logs first: their latest versions list none of these files
     for n in removed:
         fs.delete_file(log_path(root, n))  # un-commit first: no reader picks a version being deleted
         if fs.get_file_info(version_dir(root, n)).type == pafs.FileType.Directory:

@@ -34,6 +34,7 @@ from pipeline.engine.dataset import (
     write_index,
     write_manifest,
 )
+from pipeline.engine.delta_tables import sync_logs
 from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
@@ -140,6 +141,7 @@ def refresh(
         published = published_units(fs, version_dir(root, latest), previous) if latest is not None else []
         if latest is not None:  # a run killed after its commit left the merged shards of its version
             finish_pending(fs, version_dir(root, latest), [UnitRecord.from_json(u["record"]) for u in published])
+            sync_logs(fs, root)  # ... or its tables' Delta commits
         start_ray(address, workers)
         wanted = plan(sources, configs, published)
         by_key = {unit["key"]: unit for unit in published}

@@ -12,6 +12,7 @@ from pipeline.engine.compaction.group_task import GroupTask, member_slices, writ
 from pipeline.engine.compaction.plan import finish_plan, load_plan, pending_members, write_plan
 from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.dataset import UnitRecord
+from pipeline.engine.delta_tables import sync_logs_of_version
 
 Mapper = Callable[[Callable, Sequence], list]
 T = TypeVar("T")
@@ -93,13 +94,15 @@ def compact_and_commit(
 ) -> tuple[T, list[UnitRecord]]:
     """The commit sequence every writer of a dataset follows (a job, `tracegen compact`, a refresh's version):
     compact `records`' shards (`compact`), `publish(records, manifest_extra)` with the records as they now are —
-    the manifest, the commit point — then finish the compaction (delete the shards it merged). A crash before
-    `publish` leaves the old commit whole; after it, the next run finishes the cleanup. Returns what `publish`
-    returned and the committed records."""
+    the manifest, the commit point — then (a refresh's version) its tables' Delta commits, then finish the
+    compaction (delete the shards it merged). A crash before `publish` leaves the old commit whole; after it,
+    the next run finishes the cleanup and the Delta logs. Returns what `publish` returned and the committed
+    records."""
     compacted = compact(
         fs, root, records, settings, zstd_level, uri=uri, persist_records=persist_records, mapper=mapper
     )
     published = publish(compacted.records, compacted.manifest_extra(settings))
+    sync_logs_of_version(fs, root)  # a refresh's version: its tables' Delta commits follow the manifest's
     compacted.finish()
     return published, compacted.records
 
