@@ -2,6 +2,7 @@
 Delta commit is repaired, retention goes through the log, and a copied root still reads."""
 
 import json
+import multiprocessing
 import os
 import shutil
 
@@ -71,6 +72,24 @@ def test_a_crash_between_the_commit_and_the_delta_log_is_repaired_by_the_next_sy
     sync_logs(fs, root)  # nothing to do: no new Delta version, the same bytes
     assert {p.name: p.read_bytes() for p in log.iterdir()} == before
     assert sorted(before) == [f"{n:020d}.json" for n in range(4)]  # no temporary file left
+
+
+def _sync(root: str, barrier) -> None:
+    fs, _ = open_root(root)
+    barrier.wait()
+    sync_logs(fs, root)
+
+
+def test_racing_syncs_write_each_delta_version_once_and_the_same(tmp_path):
+    fs, root = open_root(str(tmp_path))
+    for n in VERSIONS:
+        _publish(fs, root, n)
+    context = multiprocessing.get_context("spawn")  # deltalake's runtime and fork do not mix
+    barrier = context.Manager().Barrier(4)
+    with context.Pool(4) as pool:
+        pool.starmap(_sync, [(root, barrier)] * 4)
+    assert [_rows(root, "failures", n) for n in range(4)] == [0, 3, 5, 6]
+    assert sorted(os.listdir(f"{root}/failures/{DELTA_LOG}")) == [f"{n:020d}.json" for n in range(4)]
 
 
 def test_retention_removes_files_only_once_the_latest_delta_version_lists_none(tmp_path):

@@ -3,10 +3,13 @@ table of each of three versions with exactly the rows `tracegen inspect` counts 
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from go_helpers import EXAMPLES as GO_EXAMPLES
+from go_helpers import requires_go
 from test_refresh import ROOT, cli, records, write_jsonl
 
 from schemas import TABLES
@@ -51,18 +54,28 @@ def inspected_rows(version: Path) -> dict[str, int]:
     return rows
 
 
+@requires_go
 def test_polars_and_duckdb_read_every_version_of_every_table_as_inspect_counts_it(tmp_path):
-    write_jsonl(tmp_path / "f.jsonl", records(12))
-    (tmp_path / "sources.toml").write_text('[[functions]]\npath = "f.jsonl"\n')
+    write_jsonl(tmp_path / "f.jsonl", records(12) + [{"id": "bad", "code": "def f(:\n", "input": "1"}])
+    shutil.copytree(GO_EXAMPLES / "sequential", tmp_path / "go" / "sequential")
+    (tmp_path / "sources.toml").write_text('[[functions]]\npath = "f.jsonl"\n\n[[go]]\npath = "go"\n')
     root = tmp_path / "root"
-    refresh = [*cli("--sources", str(tmp_path / "sources.toml"), "--root", str(root), "--no-report")]
+    refresh = [*cli("--sources", str(tmp_path / "sources.toml"), "--root", str(root), "--no-report", "--go-runs", "2")]
     subprocess.run(refresh, cwd=ROOT, check=True, timeout=240)
-    write_jsonl(tmp_path / "f.jsonl", records(12)[1:] + records(6, start=100))  # r0 dropped, six added
+    write_jsonl(tmp_path / "f.jsonl", records(12)[1:] + records(6, start=100))  # r0 and the failure dropped
     subprocess.run([*refresh, "--compact", "always"], cwd=ROOT, check=True, timeout=240)
     write_jsonl(tmp_path / "f.jsonl", records(12)[1:] + records(6, start=100) + records(3, start=200))
+    shutil.copytree(GO_EXAMPLES / "pingpong_unbuffered", tmp_path / "go" / "pingpong_unbuffered")
     subprocess.run(refresh, cwd=ROOT, check=True, timeout=240)
     versions = [1, 2, 3]
     assert sorted(int(p.name) for p in (root / "versions").iterdir()) == versions
+
+    latest = [root / table / "_delta_log" / f"{3:020d}.json" for table in TABLES]
+    written = [path.read_bytes() for path in latest]
+    for path in latest:  # as if killed between version 3's commit and its Delta commits
+        path.unlink()
+    assert "nothing new" in subprocess.run(refresh, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    assert [path.read_bytes() for path in latest] == written  # the next refresh wrote them again, the same
 
     read = subprocess.run(
         [sys.executable, "-c", READER, str(root), json.dumps(list(TABLES)), json.dumps(versions)],
@@ -75,6 +88,7 @@ def test_polars_and_duckdb_read_every_version_of_every_table_as_inspect_counts_i
     rows = json.loads(read.stdout)
     expected = {n: inspected_rows(root / "versions" / str(n)) for n in versions}
     assert expected[1]["traces"] < expected[3]["traces"] and expected[2] != expected[3]  # three different versions
+    assert expected[1]["failures"] and expected[3]["go_runs"] > expected[1]["go_runs"] > 0
     for table in TABLES:
         for n in versions:
             assert rows[f"{table}@{n}"] == [expected[n][table]] * 2, (table, n)
