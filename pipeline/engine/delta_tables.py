@@ -52,8 +52,8 @@ def table_root(root: str, table: str) -> str:
 
 
 def sync_logs(fs: pafs.FileSystem, root: str) -> None:
-    """Append to each table's Delta log the commits of the committed versions it lacks (a no-op when none
-    does, or on an object store). Call under the root's refresh lock, after a version's commit."""
+    """Append to each table's Delta log the commits of the committed versions it lacks, in order (nothing to
+    do when it lacks none; nothing on an object store). Call under the root's refresh lock."""
     if not isinstance(fs, pafs.LocalFileSystem):
         return
     committed = committed_versions(fs, root)
