@@ -53,12 +53,12 @@ def in_process(repeat, rounds, tests):
     import io
 
     sys.path.insert(0, str(ROOT))
-    from tracers.entry_monitoring import MonitoringEntryTracer
-    from tracers.entry_tracer import EntryTracer
-    from tracers.monitoring import MonitoringTracer
-    from tracers.pytest_plugin import Sink
-    from tracers.pytrace import Budgets, Tracer
-    from tracers.repo_code import PathFilter
+    from tracers.suite.entry_monitoring import MonitoringEntryTracer
+    from tracers.suite.entry_tracer import EntryTracer
+    from tracers.suite.pytest_plugin import Sink
+    from tracers.suite.repo_code import PathFilter
+    from tracers.trace.monitoring import MonitoringTracer
+    from tracers.trace.tracer import Budgets, Tracer
 
     namespace = {}
     exec(compile(WORKLOAD, "<bench>", "exec"), namespace)

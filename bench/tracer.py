@@ -9,7 +9,7 @@
    its serialised lines to a list.
 3. Host decode of that corpus's traces: the strict parse of each function trace file plus its `traces`
    row (`pipeline/stages/tracefile.py`, `trace_functions.trace_row`), and the same calls traced as
-   repository entries (`tracers.entry_tracer`, one test per record) parsed and cut
+   repository entries (`tracers.suite.entry_tracer`, one test per record) parsed and cut
    (`pipeline/stages/repos/stream.py`, `cut.py`): µs per event.
 
 Each variant runs `--repeat` times; the best time is kept (noise on a shared machine only ever adds time).
@@ -34,7 +34,7 @@ from workload import WORKLOAD, best_of
 TREE_ENV = "TRACEGEN_BENCH_TREE"  # the tree whose `tracers` and `pipeline` a measuring run imports
 sys.path.insert(0, os.environ.get(TREE_ENV, str(Path(__file__).resolve().parents[1])))
 
-from tracers.pytrace import (  # noqa: E402
+from tracers.trace.tracer import (  # noqa: E402
     TRACER_VERSION,
     Budgets,
     Tracer,
@@ -174,9 +174,9 @@ def repo_stream(records, root):
     """The corpus as one repository's pytest stream: each record's module a file, each call one test."""
     import importlib.util
 
-    from tracers.entry_tracer import EntryTracer
-    from tracers.pytest_plugin import Sink, header
-    from tracers.repo_code import PathFilter
+    from tracers.suite.entry_tracer import EntryTracer
+    from tracers.suite.pytest_plugin import Sink, header
+    from tracers.suite.repo_code import PathFilter
 
     buffer = io.StringIO()
     sink = Sink(buffer, 1 << 40)

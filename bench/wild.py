@@ -38,7 +38,7 @@ high-water mark of resident memory, what `getrusage(RUSAGE_SELF).ru_maxrss` repo
 Ray worker process (cmdline `ray::...` or `default_worker.py`) under the job, polled every 0.5 s from here
 until the job exits; the largest is the worker's peak (a fresh Ray per job: nothing carries over). The
 sandboxed test run's processes are reported apart (`peak_run_mb`: the largest VmHWM under the job whose
-cmdline runs `tracers.repo_runner`).
+cmdline runs `tracers.runners.repos`).
 
 --record appends a dated section to bench/RESULTS.md; --json writes everything (rerun on two commits with
 --code to compare), as it goes; `--only NAME...` measures just those packages and, with --json, merges them
@@ -401,7 +401,7 @@ class WorkerMemory:
                 peak = int(found.group(1)) if found else 0
                 if cmdline.startswith("ray::") or "default_worker.py" in cmdline:
                     self.worker_kb = max(self.worker_kb, peak)
-                elif "tracers.repo_runner" in cmdline:
+                elif "tracers.runners.repos" in cmdline:
                     self.run_kb = max(self.run_kb, peak)
 
 

@@ -64,8 +64,8 @@ SCHEMA = pa.schema(
         field(
             "tracer_version",
             pa.string(),
-            "version of tracers/pytrace.py; `+monitoring` when the sys.monitoring backend recorded it (CPython 3.12+, "
-            "tracers/monitoring.py: the same events as sys.settrace), e.g. `4+monitoring`",
+            "version of tracers/trace/tracer.py; `+monitoring` when the sys.monitoring backend recorded it "
+            "(CPython 3.12+, tracers/trace/monitoring.py: the same events as sys.settrace), e.g. `4+monitoring`",
             nullable=False,
         ),
         field("exit", pa.string(), "normal | error (uncaught exception) | never (a budget ran out)", nullable=False),

@@ -4,7 +4,7 @@ import random
 
 from debugger_programs import PROGRAMS
 
-from tracers.pytrace import Budgets, trace_source
+from tracers.trace.tracer import Budgets, trace_source
 
 WORKED_EXAMPLE = next(code for name, code, _, _ in PROGRAMS if name == "worked_example")
 

@@ -394,7 +394,7 @@ def _cause(returncode: int, oom: bool, limits: SandboxLimits, *outputs) -> str |
 def seal_streams(fds: list[int], ended: threading.Event, poll_s: float = 0.002) -> None:
     """Once the command has written to stderr (`fds[1]`; the function runner's first line, under
     TRACEGEN_SEAL_STREAMS), make every stream (files or FIFOs) root's, mode 0600: the descriptors the command
-    opened keep working, but nothing in the container can open them by path any more (tracers/isolation.py
+    opened keep working, but nothing in the container can open them by path any more (tracers/guard/isolation.py
     `await_sealed_streams` waits for it)."""
     while not ended.is_set() and os.fstat(fds[1]).st_size == 0:
         time.sleep(poll_s)

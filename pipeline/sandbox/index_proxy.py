@@ -2,7 +2,7 @@
 
 An install runs with no network of its own (bwrap `--unshare-net`, Docker `network none`: loopback only, so
 no host listener, host abstract unix socket or other container is reachable). The host serves this proxy on
-a unix socket bound into the sandbox; `tracers.install` relays pip's proxy port on the sandbox's loopback to
+a unix socket bound into the sandbox; `tracers.install.step` relays pip's proxy port on the sandbox's loopback to
 it. The proxy accepts `CONNECT host:port` for the index hosts only (TLS stays end to end between pip and the
 index) and refuses everything else with 403, remembering each refusal. Through it, code that a build runs
 reaches the index and nothing else; where the host itself goes out through an HTTPS proxy (`HTTPS_PROXY`),

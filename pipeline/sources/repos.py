@@ -24,7 +24,7 @@ code of it runs), verifies against the index's sha256 and unpacks safely into th
 the pin as immutable. The sdist's tree is installed and tested like a checkout (an sdist without its tests
 traces nothing).
 
-Default install (tracers/install.py): pytest, the package (editable) and the test requirements its CI would
+Default install (tracers/install/step.py): pytest, the package (editable) and the test requirements its CI would
 install (dependency groups, test extra, requirements files, tox, hatch, nox), with fallback steps when they
 cannot be resolved and repairs of the modules collection finds missing. Globs are matched against paths
 relative to the repository root: `**/` spans directories, `*` stays within one, and a pattern that
@@ -40,7 +40,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields
 
 from pipeline.sources.sdist.index import parse_pin
-from tracers.repo_code import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
+from tracers.suite.repo_code import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, glob_regex
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 REQUIRED = ("name",)

@@ -1,4 +1,4 @@
-"""A warm function runner: one sandboxed `tracers.function_runner` kept per worker process and fed records
+"""A warm function runner: one sandboxed `tracers.runners.functions` kept per worker process and fed records
 one at a time, so a record costs a fork in a warm interpreter, not a sandbox and an interpreter start.
 
 The runner lives across chunks (units) with the same sandbox and settings, and is replaced when they
@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 
 from pipeline.sandbox import Bind, Sandbox, SandboxResult
 from pipeline.sandbox.base import SandboxProcess
-from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
+from pipeline.sandbox.tracers_mount import TRACERS_PARENT, tracers_bind
 from pipeline.stages.runnerstream import FrameReader, RecordOutput, StreamBroken, ended_by_itself, write_all
-from tracers.isolation import SEAL_STREAMS_ENV
-from tracers.runner_protocol import command
+from tracers.guard.isolation import SEAL_STREAMS_ENV
+from tracers.runners.protocol import command
 
 MAX_RECORDS = 10_000  # a runner's lifetime in records: its own CPU time stays far below the sandbox's cpu limit
 START_MARGIN_S = 30.0  # the sandbox's start (a container on a loaded machine), on top of the first record
@@ -82,7 +82,7 @@ class RunnerSession:
             work = self.work
             binds.append(Bind(work, writable=True))
         self.process = sandbox.start(
-            [sandbox.python, "-s", "-B", "-m", "tracers.function_runner", os.path.join(work, "records")],
+            [sandbox.python, "-s", "-B", "-m", "tracers.runners.functions", os.path.join(work, "records")],
             binds=binds,
             env={
                 "PYTHONPATH": TRACERS_PARENT,

@@ -1,4 +1,4 @@
-"""The host's side of the function runner's protocol (tracers/runner_protocol.py): its frames, read from
+"""The host's side of the function runner's protocol (tracers/runners/protocol.py): its frames, read from
 the runner's stdout as they come, strictly.
 
 Only the runner writes the stream, but it comes out of a sandbox, so it is read as untrusted: each header

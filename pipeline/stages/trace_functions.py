@@ -1,6 +1,6 @@
 """Stage: trace function records in the sandbox and turn the tracer's output into `traces` rows.
 
-All records of a chunk go to one sandboxed runner (tracers/function_runner.py), which runs a child per
+All records of a chunk go to one sandboxed runner (tracers/runners/functions.py), which runs a child per
 record, kills whatever the record left behind before the next one starts, and sends each finished record
 over its stdout, framed (`pipeline/stages/runnerstream.py`): so no record can touch what an earlier one
 produced. If the sandbox itself dies or is killed at the chunk's wall clock (the runner killed, stopped or
@@ -26,14 +26,14 @@ from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
 from pipeline.stages.tracefile import TraceFormatError, json_bytes, parse_parity_file, parse_trace_file
-from tracers.monitoring import CHOICES as TRACER_BACKENDS
+from tracers.trace.monitoring import CHOICES as TRACER_BACKENDS
 
 REPR_MODES = ("structural", "user")
 
 
 @dataclass(frozen=True)
 class ReprLimits:
-    """Caps on one value's repr (tracers/saferepr.py): characters, container items, nesting depth; and how
+    """Caps on one value's repr (tracers/reprs/saferepr.py): characters, container items, nesting depth; and how
     objects are rendered: `structural` (from their state, no program code run) or `user` (their own
     `__repr__`, for corpora where it is known to be pure).
 
@@ -82,7 +82,7 @@ class TraceSettings:
             )
 
     def runner_config(self) -> dict:
-        """The runner's `config` command (tracers/function_runner.py)."""
+        """The runner's `config` command (tracers/runners/functions.py)."""
         return {
             "budgets": {"max_events": self.max_events, "max_bytes": self.max_bytes, "max_seconds": self.max_seconds},
             "limits": self.reprs.request(),

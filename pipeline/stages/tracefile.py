@@ -3,7 +3,7 @@
 A trace file is JSON lines: a header object, then optionally a `start` object and event arrays,
 then an `end` object (or a `failure` object). Every line is size-checked and type-checked; a file that
 breaks the format raises `TraceFormatError`, which becomes a failure row. An event's locals are a full
-`[[name, repr], ...]` list or a delta `{name: repr}` over its frame's previous event (tracers/pytrace.py),
+`[[name, repr], ...]` list or a delta `{name: repr}` over its frame's previous event (tracers/trace/tracer.py),
 which the parser turns back into the full list; a delta that names a frame or a local not sent before is
 malformed.
 
@@ -104,10 +104,10 @@ _FLAT_SCALARS = frozenset((str, int, bool, type(None)))
 
 
 def parse_event(values, expected_index: int, where: str = "", frames: dict | None = None) -> dict:
-    """One event array of the tracer (tracers/pytrace.py EVENT_FIELDS), checked field by field.
+    """One event array of the tracer (tracers/trace/tracer.py EVENT_FIELDS), checked field by field.
 
     With `frames` (frame_id -> the locals of its previous event, updated here) the locals may be a delta,
-    `{name: repr}` over the frame's previous event (tracers/pytrace.py): every name in it must be one that
+    `{name: repr}` over the frame's previous event (tracers/trace/tracer.py): every name in it must be one that
     event had, so a delta never refers to a frame or a local that was not sent; without, only full lists.
     The error's text is only built when there is one: this runs once per event."""
     if type(values) is not list or len(values) != 10:
@@ -252,7 +252,7 @@ def parse_trace_file(data: bytes, max_events: int) -> ParsedTrace:
 
 
 def parse_parity_file(data: bytes) -> dict:
-    """The untraced run's result (tracers/function_runner.py): `{"type": "parity", "exit", "result"}`."""
+    """The untraced run's result (tracers/runners/functions.py): `{"type": "parity", "exit", "result"}`."""
     lines = data.split(b"\n")
     require(len(lines) == 2 and lines[1] == b"", "a parity file is one line")
     value = _object(lines[0], 0)

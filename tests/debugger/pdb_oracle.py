@@ -9,7 +9,7 @@ stops exactly where `Pdb` stops (`user_call` only when `stop_here`, like `Pdb.us
 frame's locals the way Pdb's display code does.
 
 To know which trace event each stop is, the settrace hook is a thin counting wrapper around bdb's own
-dispatch: it counts events of the program's frames exactly as `tracers.pytrace` records them (dropping
+dispatch: it counts events of the program's frames exactly as `tracers.trace.tracer` records them (dropping
 the return-with-None that follows a frame's final exception) and forwards each event to bdb with
 settrace's own rules (the global function at every `call`, the frame's local function afterwards,
 replaced by its non-None return value). Frames outside the program are not forwarded — as if pdb had
@@ -26,7 +26,7 @@ import random
 import sys
 from dataclasses import dataclass
 
-from tracers.saferepr import Limits, SafeRepr
+from tracers.reprs.saferepr import Limits, SafeRepr
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator
 

@@ -25,7 +25,7 @@ Where pdb and docs/architecture.md §7 differ by design, the comparison names th
   several lines share breaks at the first of them to run.
 - D6 leaving after a `finally` (or a `with`, a bare `raise`): the frame ran code after its exception event, then
   unwinds; settrace reports a return with None and pdb stops there as a return. The tracer records the
-  frame's exception again at that line (tracers.pytrace.unwinds): the same stop, named otherwise.
+  frame's exception again at that line (tracers.trace.tracer.unwinds): the same stop, named otherwise.
 """
 
 from collections import Counter

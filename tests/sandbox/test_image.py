@@ -25,7 +25,8 @@ def tree(tmp_path, monkeypatch):
 def test_tag_is_stable_and_follows_every_input(tree):
     first = image.image_tag()
     assert first == image.image_tag() and first.startswith("tracegen-sandbox:")
-    (tree / "tracers" / "pytrace.py").write_text((tree / "tracers" / "pytrace.py").read_text() + "\n# edited\n")
+    tracer = tree / "tracers" / "trace" / "tracer.py"
+    tracer.write_text(tracer.read_text() + "\n# edited\n")
     second = image.image_tag()
     (tree / "Dockerfile").write_text((tree / "Dockerfile").read_text() + "\n# edited\n")
     third = image.image_tag()
@@ -46,8 +47,9 @@ def test_tag_is_stable_and_follows_every_input(tree):
 def test_context_holds_the_dockerfile_and_tracers_only(tree):
     with tarfile.open(fileobj=io.BytesIO(image.build_context())) as tar:
         names = tar.getnames()
-        assert tar.extractfile("tracers/pytrace.py").read() == (tree / "tracers" / "pytrace.py").read_bytes()
-    assert names[0] == "Dockerfile" and "tracers/pytrace.py" in names
+        tracer = (tree / "tracers" / "trace" / "tracer.py").read_bytes()
+        assert tar.extractfile("tracers/trace/tracer.py").read() == tracer
+    assert names[0] == "Dockerfile" and "tracers/trace/tracer.py" in names
     assert all(name == "Dockerfile" or name.startswith("tracers/") for name in names)
     assert not any("__pycache__" in name for name in names)
     assert image.build_context() == image.build_context()  # same tree, same bytes

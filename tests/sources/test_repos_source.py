@@ -3,7 +3,7 @@
 import pytest
 
 from pipeline.sources.repos import RepoSpec, read_repo_manifest
-from tracers.repo_code import DEFAULT_EXCLUDE
+from tracers.suite.repo_code import DEFAULT_EXCLUDE
 
 
 def write(tmp_path, text: str) -> str:

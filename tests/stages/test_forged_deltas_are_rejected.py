@@ -1,4 +1,4 @@
-"""The tracer writes only what changed in a frame's locals (tracers/pytrace.py); the host rebuilds every
+"""The tracer writes only what changed in a frame's locals (tracers/trace/tracer.py); the host rebuilds every
 event's full locals and rejects a delta that refers to anything it was not sent: in the strict parser
 alone, and end to end in the real bwrap sandbox, where a record that forges one gets a failure row and its
 neighbours keep their traces."""
@@ -10,7 +10,7 @@ from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile,
 
 from pipeline.stages.repos.stream import parse_repo_stream
 from pipeline.stages.tracefile import TraceFormatError, parse_trace_file
-from tracers.pytrace import trace_source
+from tracers.trace.tracer import trace_source
 
 HEADER = b'{"type": "header", "python": "3.11.7", "tracer_version": "4", "repr_mode": "structural"}\n'
 START = b'{"type": "start"}\n'

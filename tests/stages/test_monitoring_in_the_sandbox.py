@@ -11,10 +11,10 @@ from hostile_helpers import beside_ordinary, hostile, trace_chunk
 from python_helpers import require_python
 from test_the_tracer_resists_cheap_forgery import HONEST_F, TAMPERING, UNSEEN
 
-from tracers.pytrace import TRACER_VERSION
+from tracers.trace.tracer import TRACER_VERSION
 
 MONITORING_UNSEEN = {
-    "monitoring_modules_replaced": "import tracers.monitoring as m, tracers.pytrace as p\n"
+    "monitoring_modules_replaced": "import tracers.trace.monitoring as m, tracers.trace.tracer as p\n"
     "m.MonitoringTracer._m_call = lambda *a: None\nm.MonitoringTracer._m_line = lambda *a: None\n"
     "m.tracer_class = lambda backend: p.Tracer\np.Tracer._emit = lambda *a: None\n",
 }

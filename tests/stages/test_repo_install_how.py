@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.install import Attempt, InstallHow, Repair, read_how, report_how
-from tracers.install import manifest_how
+from tracers.install.step import manifest_how
 
 HOW = {
     "sources": ["dependency-groups:test", "requirements:requirements-dev.txt"],

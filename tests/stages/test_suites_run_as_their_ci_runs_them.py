@@ -20,7 +20,7 @@ from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
-from tracers.pytrace import TRACER_VERSION
+from tracers.trace.tracer import TRACER_VERSION
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

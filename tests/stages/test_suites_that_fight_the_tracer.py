@@ -216,7 +216,7 @@ def test_a_test_that_kills_its_runner_costs_only_itself(traced):
 
 
 def test_a_suite_that_patches_the_tracer_s_modules_changes_nothing_it_records(traced):
-    """The repository runner runs sealed copies of the tracer (tracers/seal.py), as the function runner does."""
+    """The repository runner runs sealed copies of the tracer (tracers/guard/seal.py), as the function runner does."""
     traces, failures = traced["tracer-patched"]
     assert calls(traces) == ORDINARY and failures == []
     assert "forged" not in repr(traces)

@@ -24,7 +24,7 @@ FAST = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
 INDEPENDENT_REPRS = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from tracers.saferepr import Limits, SafeRepr
+from tracers.reprs.saferepr import Limits, SafeRepr
 safe = SafeRepr()
 user = SafeRepr(Limits(mode="user"))
 out = {}

@@ -4,7 +4,7 @@ The sandbox has no network of its own; pip reaches the package index, and nothin
 index proxy (pipeline/sandbox/index_proxy.py) on a unix socket bound into it. A refused connection (a
 build reaching for another host) is an `InstallNetworkRefused` failure row of the repository.
 
-What the install did (tracers/install.py: which test requirements it read, which fallback step installed, the
+What the install did (tracers/install/step.py: which test requirements it read, which fallback step installed, the
 editable or regular package, the missing modules it repaired after collection) comes back in install.json's
 `how`, untrusted: `read_how` checks every type and size and gives an `InstallHow`. A fallback or a repair that
 was needed is a failure row of its own (`InstallFallback`, `MissingModuleInstalled`, `MissingModuleUnresolved`)
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from pipeline.sandbox import Bind, SandboxLimits
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts, upstream_proxy
-from pipeline.sandbox.tracers import tracers_bind
+from pipeline.sandbox.tracers_mount import tracers_bind
 from pipeline.stages.repos.requests import base_env, read_json, write_request
-from tracers.install import MAX_ROUNDS, error_summary
-from tracers.install_repair import MAX_MISSING
+from tracers.install.repair import MAX_MISSING
+from tracers.install.step import MAX_ROUNDS, error_summary
 
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 MARGIN_S = 30.0  # of install_timeout_s, kept for the venv, the result file and the sandbox's own start and end
@@ -129,7 +129,7 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
         try:
             with proxy:
                 outcome = sandbox.run(
-                    [sandbox.python, "-s", "-B", "-m", "tracers.repo_runner", "install", path],
+                    [sandbox.python, "-s", "-B", "-m", "tracers.runners.repos", "install", path],
                     binds=binds,
                     env=base_env(),
                     cwd=request["src"],

@@ -7,7 +7,7 @@ times itself can fail for that alone): Hypothesis's `DeadlineExceeded`, its `Fla
 and its `HealthCheck.too_slow`; `TimeoutError` (asyncio's, socket's and concurrent.futures' are the same);
 subprocess's `TimeoutExpired`; pytest-timeout's `Failed: Timeout >Ns`. A test's own duration assertion is
 not recognisable in general and stays `OutcomePerturbed`. The plugin already lifts Hypothesis's deadline and
-`too_slow` in both runs (tracers/pytest_plugin.py), so what is left here is a test's own time limit.
+`too_slow` in both runs (tracers/suite/pytest_plugin.py), so what is left here is a test's own time limit.
 """
 
 import re

@@ -4,7 +4,7 @@ from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.requests import last_lines
 from pipeline.stages.repos.stream import VIOLATIONS, ParsedStream
 
-HUNG_EXIT = 70  # tracers.guard.HUNG_EXIT: the runner's exit status when a test hung and the run was ended
+HUNG_EXIT = 70  # tracers.guard.audit.HUNG_EXIT: the runner's exit status when a test hung and the run was ended
 PYTEST_EXITS = {
     2: ("Interrupted", "the test run was interrupted"),
     3: ("PytestInternalError", "pytest hit an internal error"),

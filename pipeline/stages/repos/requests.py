@@ -1,4 +1,4 @@
-"""What the host hands the in-sandbox runner (`tracers.repo_runner`): request files, environment, output.
+"""What the host hands the in-sandbox runner (`tracers.runners.repos`): request files, environment, output.
 
 A request is a JSON file in a read-only control directory; results come back as files the host reads
 without following links (pipeline/sandbox/files.py) and treats as untrusted.
@@ -8,7 +8,7 @@ import json
 import os
 
 from pipeline.sandbox.files import read_sandbox_file
-from pipeline.sandbox.tracers import TRACERS_PARENT
+from pipeline.sandbox.tracers_mount import TRACERS_PARENT
 
 PASS_ENV = (
     "PIP_INDEX_URL",

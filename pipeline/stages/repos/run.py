@@ -21,7 +21,7 @@ from typing import NamedTuple
 from pipeline.engine.stats import StageCounters
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
-from pipeline.sandbox.tracers import TRACERS_PARENT, tracers_bind
+from pipeline.sandbox.tracers_mount import TRACERS_PARENT, tracers_bind
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.install import open_up
 from pipeline.stages.repos.requests import base_env, write_request
@@ -38,14 +38,14 @@ MAX_RESTARTS = 20  # runs of one suite after the first, each after a test that e
 
 MIN_ATTEMPT_S = 5.0  # a restart needs at least this much of timeout_s left
 
-WATCHDOG_EXIT = 71  # tracers.watchdog.WATCHDOG_EXIT: the runner ended the run after a test overran
+WATCHDOG_EXIT = 71  # tracers.guard.watchdog.WATCHDOG_EXIT: the runner ended the run after a test overran
 
 
 @dataclass(frozen=True)
 class RepoTraceSettings:
     """The job-wide budgets of one entry trace (a manifest entry may set its own), the repr caps and mode,
     whether the suite also runs untraced to check that the tracer changed no test's outcome, and the tracer
-    backend (auto: sys.monitoring where the venv's Python has it, tracers/entry_monitoring.py)."""
+    backend (auto: sys.monitoring where the venv's Python has it, tracers/suite/entry_monitoring.py)."""
 
     max_events: int = 10_000
     max_bytes: int = 8 << 20
@@ -64,7 +64,7 @@ class RepoTraceSettings:
 def trace_request(
     spec: RepoSpec, tree: str, env_dir: str, scratch: str, settings: RepoTraceSettings, read_only=(), loopback=False
 ) -> dict:
-    """The request `tracers.repo_runner trace` reads: `worktree` is the run's writable copy of the installed
+    """The request `tracers.runners.repos trace` reads: `worktree` is the run's writable copy of the installed
     tree (`tree`), `read_only` the sandbox's read-only binds (the guard refuses writes there even under /tmp),
     `loopback` whether connections to the loopback addresses are allowed."""
     return {
@@ -281,7 +281,7 @@ def run_attempt(spec, env_dir, run_dir, sandbox, settings, on_test, untraced, de
         output_tail_bytes=sandbox.limits.output_tail_bytes,
     )
     outcome = sandbox.run(
-        [os.path.join(venv, "bin", "python"), "-s", "-B", "-m", "tracers.repo_runner", "trace", path],
+        [os.path.join(venv, "bin", "python"), "-s", "-B", "-m", "tracers.runners.repos", "trace", path],
         binds=binds,
         env=env,
         cwd=scratch,
@@ -324,7 +324,7 @@ def output_full(part: ParsedStream) -> bool:
 
 
 def watchdog_verdict(stdout: bytes) -> dict | None:
-    """The supervisor's verdict line (tracers/watchdog.py), checked; None when there is none."""
+    """The supervisor's verdict line (tracers/guard/watchdog.py), checked; None when there is none."""
     for line in reversed(stdout.splitlines()[-5:]):
         try:
             value = json.loads(line)

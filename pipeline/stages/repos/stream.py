@@ -1,6 +1,6 @@
-"""Strict parser of the pytest plugin's output stream (tracers/pytest_plugin.py): untrusted data.
+"""Strict parser of the pytest plugin's output stream (tracers/suite/pytest_plugin.py): untrusted data.
 
-The stream is JSON lines: a header; per test a `test` object, event arrays (tracers/pytrace.py's
+The stream is JSON lines: a header; per test a `test` object, event arrays (tracers/trace/tracer.py's
 format, checked by `pipeline.stages.tracefile.parse_event`), `entry` objects marking each repository call's
 range of events, and a `test_end`; plus `collected`, `collect_error` and `violation` objects and a final `end`.
 The first malformed line ends the parse (what came before is kept); a torn last line is dropped.

@@ -4,8 +4,8 @@ clone (GitPython cache; for `sdist = "name==version"` the package index's sdist,
 by `pipeline.sources.sdist`) → install (sandbox, no network but the package index through the host's index proxy: a
 fresh venv in a writable dir, the tree it builds in at `env/src`) → parity (the suite once untraced, in the
 same sandbox: each test's outcome) → trace (sandbox, loopback only: the venv read-only, a fresh writable copy
-of the installed tree and a fresh scratch dir; `tracers.repo_runner trace` runs pytest with
-`tracers.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry, identical traces stored
+of the installed tree and a fresh scratch dir; `tracers.runners.repos trace` runs pytest with
+`tracers.suite.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry, identical traces stored
 once, function source read from the host's checkout; a trace whose test ended otherwise untraced is
 `perturbed`). Each run of the suite gets its own copy of the installed tree (pipeline/stages/repos/run.py).
 
@@ -13,7 +13,7 @@ Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname` (an sdist's 
 `sdist-sha256-{hex}`, its `repo_url` the archive's URL), `test_id` = the pytest node id
 of the test whose setup, call or teardown made the call, `code` = the entry function's source text
 (decorators included, original indentation), `input` = the entry call's arguments rendered from the
-call event's locals (`tracers.repo_code.render_input`: positional-only values bare, other
+call event's locals (`tracers.suite.repo_code.render_input`: positional-only values bare, other
 parameters `name=repr`, then `*args` / `**kwargs`). Events are re-indexed from 0, frame ids
 renumbered by first appearance (the entry frame is 0), depth relative to the entry, and the entry's
 parent is null. `trace_id` hashes path, qualname, code, input, exit and events, so the same call

@@ -1,0 +1,1 @@
+"""What keeps untrusted code away from the tracer and from other runs: seal, isolation, audit guard, watchdog."""

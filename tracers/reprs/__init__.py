@@ -1,0 +1,1 @@
+"""The bounded, deterministic, never-raising reprs of traced values (schemas/reprs.md)."""
