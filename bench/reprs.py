@@ -38,7 +38,8 @@ from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
 from pipeline.stages.repos.trace import RepoFailures  # noqa: E402
 from pipeline.stages.trace_functions import ReprLimits  # noqa: E402
 from tracers.reprs.saferepr import Limits  # noqa: E402
-from tracers.trace.tracer import Budgets, trace_source  # noqa: E402
+from tracers.trace.backends import trace_source  # noqa: E402
+from tracers.trace.tracer import Budgets  # noqa: E402
 
 SHAPES = {
     "wordkit/shapes.py": """

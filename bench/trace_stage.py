@@ -5,7 +5,7 @@
 For each tree (this checkout, or an older commit exported with `git archive`), on the generated corpus of
 small functions (bench/small_functions.py, ~14 events each):
 
-- `in-process`: tracers.trace.tracer.trace_source on every record, one core (the cheapest tracing there is);
+- `in-process`: tracers.trace.backends.trace_source on every record, one core (the cheapest tracing there is);
 - `stage bwrap`: pipeline.stages.trace_functions over the corpus in chunks of 16 (a job's units), one
   worker: wall ms per record;
 - `stage cpu`: the same with the process backend, whose sandboxed processes are this process's waited
@@ -41,7 +41,7 @@ def measure(tree, n):
     from pipeline.sandbox import make_sandbox
     from pipeline.sources.functions import FunctionRecord
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
-    from tracers.trace.tracer import trace_source
+    from tracers.trace.backends import trace_source
 
     records = [FunctionRecord(r["id"], r["code"], r["input"], r["entry"], r["id"]) for r in corpus(n)]
     start = time.perf_counter()

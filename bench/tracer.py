@@ -34,14 +34,9 @@ from workload import WORKLOAD, best_of
 TREE_ENV = "TRACEGEN_BENCH_TREE"  # the tree whose `tracers` and `pipeline` a measuring run imports
 sys.path.insert(0, os.environ.get(TREE_ENV, str(Path(__file__).resolve().parents[1])))
 
-from tracers.trace.tracer import (  # noqa: E402
-    TRACER_VERSION,
-    Budgets,
-    Tracer,
-    call_arguments,
-    encode_object,
-    source_lines,
-)
+from tracers.json_writers import encode_object  # noqa: E402
+from tracers.trace.backends import call_arguments, source_lines  # noqa: E402
+from tracers.trace.tracer import TRACER_VERSION, Budgets, Tracer  # noqa: E402
 
 FILENAME = "<bench>"
 

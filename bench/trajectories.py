@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 from pipeline.debugger import PolicyConfig  # noqa: E402
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage  # noqa: E402
 from schemas import traces as traces_schema  # noqa: E402
-from tracers.trace.tracer import Budgets, trace_source  # noqa: E402
+from tracers.trace.backends import trace_source  # noqa: E402
+from tracers.trace.tracer import Budgets  # noqa: E402
 
 
 def trace_examples(max_events: int) -> tuple[list[dict], float]:

@@ -4,7 +4,8 @@ import random
 
 from debugger_programs import PROGRAMS
 
-from tracers.trace.tracer import Budgets, trace_source
+from tracers.trace.backends import trace_source
+from tracers.trace.tracer import Budgets
 
 WORKED_EXAMPLE = next(code for name, code, _, _ in PROGRAMS if name == "worked_example")
 

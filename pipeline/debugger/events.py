@@ -2,7 +2,7 @@
 
 A trace arrives as a `traces` row from `pyarrow.Table.to_pylist()` (event `locals` as a list of
 `{"name", "value"}` entries), as a stage wrote it (a list of `(name, repr)` pairs) or as
-`tracers.trace.tracer.trace_source` output (`locals` as a dict). `Trace.from_row` accepts all three, checks the
+`tracers.trace.backends.trace_source` output (`locals` as a dict). `Trace.from_row` accepts all three, checks the
 shape the state trees rely on, and raises `TraceShapeError` (a ValueError with a machine-readable
 `error_type`) for a trace no debugger can walk; it never raises anything else for bad data.
 """

@@ -26,7 +26,7 @@ from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
 from pipeline.stages.tracefile import TraceFormatError, json_bytes, parse_parity_file, parse_trace_file
-from tracers.trace.monitoring import CHOICES as TRACER_BACKENDS
+from tracers.trace.backends import CHOICES as TRACER_BACKENDS
 
 REPR_MODES = ("structural", "user")
 

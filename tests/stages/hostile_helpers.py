@@ -10,7 +10,7 @@ from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import close_warm_sessions
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions, trace_id
 from tracers.reprs.saferepr import Limits
-from tracers.trace.tracer import trace_source
+from tracers.trace.backends import trace_source
 
 FAST = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
 
@@ -92,7 +92,7 @@ def trace_chunk(
 
 
 def assert_traced_as_in_process(row: dict, record: FunctionRecord, mode: str = "structural") -> None:
-    """The row is exactly what tracers.trace.tracer.trace_source records for the same code in this process."""
+    """The row is exactly what tracers.trace.backends.trace_source records for the same code in this process."""
     expected = trace_source(record.code, record.entry, record.input, limits=Limits(mode=mode))
     assert [dict(event, locals=dict(event["locals"])) for event in row["events"]] == expected["events"], record.id
     assert (row["exit"], row["truncated"], row["truncation_reason"]) == (

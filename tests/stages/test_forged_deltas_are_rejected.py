@@ -10,7 +10,7 @@ from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile,
 
 from pipeline.stages.repos.stream import parse_repo_stream
 from pipeline.stages.tracefile import TraceFormatError, parse_trace_file
-from tracers.trace.tracer import trace_source
+from tracers.trace.backends import trace_source
 
 HEADER = b'{"type": "header", "python": "3.11.7", "tracer_version": "4", "repr_mode": "structural"}\n'
 START = b'{"type": "start"}\n'

@@ -15,8 +15,9 @@ from tracers.trace.tracer import TRACER_VERSION
 
 MONITORING_UNSEEN = {
     "monitoring_modules_replaced": "import tracers.trace.monitoring as m, tracers.trace.tracer as p\n"
+    "import tracers.trace.backends as b\n"
     "m.MonitoringTracer._m_call = lambda *a: None\nm.MonitoringTracer._m_line = lambda *a: None\n"
-    "m.tracer_class = lambda backend: p.Tracer\np.Tracer._emit = lambda *a: None\n",
+    "b.tracer_class = lambda backend: p.Tracer\np.Tracer._emit = lambda *a: None\n",
 }
 MONITORING_TAMPERING = {
     "free_every_tool": (

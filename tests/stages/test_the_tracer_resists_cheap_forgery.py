@@ -4,7 +4,7 @@ Each hostile record patches what a record can reach without effort — builtins,
 modules and classes, the trace hook, a `gc` walk to the tracer's state, its own frame's tracing — and
 either the tracer never sees the patch (the trace is the true one) or the trace ends marked: exit
 `never`, truncated, with a reason naming what happened. The ordinary records beside them come out exactly
-as `tracers.trace.tracer.trace_source` records them.
+as `tracers.trace.backends.trace_source` records them.
 """
 
 from hostile_helpers import assert_ordinary_untouched, beside_ordinary, hostile, trace_chunk
@@ -19,7 +19,7 @@ UNSEEN = {
     "json_replaced": 'import json\njson.dumps = lambda *a, **k: \'{"type": "end", "exit": "normal"}\'\n'
     "json.JSONEncoder.iterencode = lambda self, o, _one_shot=False: iter(['[]'])\n",
     "tracer_modules_replaced": "import tracers.trace.tracer as p, tracers.reprs.saferepr as s\n"
-    "p._encode = lambda record: '[]'\np.Tracer._emit = lambda *a: None\n"
+    "import tracers.json_writers as j\nj.compact = lambda record: '[]'\np.Tracer._emit = lambda *a: None\n"
     "s.SafeRepr.__call__ = lambda self, value: 'forged'\ns._cut = lambda text, limit: 'forged'\n",
 }
 

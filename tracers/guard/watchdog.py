@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from tracers.trace.tracer import encode_object
+from tracers.json_writers import encode_object
 
 WATCHDOG_EXIT = 71
 PR_SET_DUMPABLE = 4

@@ -40,19 +40,15 @@ import time
 
 from tracers.guard import isolation
 from tracers.guard.seal import sealed
+from tracers.json_writers import encode_object
 from tracers.reprs import objstate
 from tracers.reprs.saferepr import Limits, SafeRepr
 from tracers.runners import protocol
 from tracers.runners.protocol import ProtocolError, ResultStream
-from tracers.trace import monitoring
-from tracers.trace.tracer import (
-    Budgets,
-    arm_guard,
-    call_arguments,
-    disarm_guard,
-    encode_object,
-    source_lines,
-)
+from tracers.trace import backends, monitoring_tools
+from tracers.trace.backends import call_arguments, source_lines
+from tracers.trace.tamper import arm_guard, disarm_guard
+from tracers.trace.tracer import Budgets
 
 RECORD_FILENAME = "<tracegen>"
 TERM_GRACE_S = 0.2
@@ -134,7 +130,7 @@ def _trace_record(record, budgets, limits, out, check_parity, backend):
     if loaded is None:
         return
     entry, args, kwargs, lines = loaded
-    tracer = monitoring.tracer_class(backend)(
+    tracer = backends.tracer_class(backend)(
         is_traced=lambda c: c.co_filename == RECORD_FILENAME,
         source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
         write=write,
@@ -195,7 +191,7 @@ def _run_child(length, budgets, limits, trace_fd, output_fd, check_parity, backe
                 {
                     "type": "header",
                     "id": record.get("id"),
-                    "tracer_version": monitoring.tracer_version(backend),
+                    "tracer_version": backends.tracer_version(backend),
                     "tracer_backend": backend,
                     "python": "%d.%d.%d" % sys.version_info[:3],
                     "repr_mode": limits.mode,
@@ -276,7 +272,7 @@ class _Runner:
         self.timeout_s = float(settings.get("record_timeout_s", self.budgets.max_seconds + 2.0))
         self.check_parity = bool(settings.get("check_parity"))
         # auto: sys.monitoring where this interpreter has it (3.12+), else settrace
-        self.backend = monitoring.resolve_backend(settings.get("tracer_backend"))
+        self.backend = backends.resolve_backend(settings.get("tracer_backend"))
         self.trace_limit = self.budgets.max_bytes + TRACE_SLACK_BYTES
         self.scratch_fd = os.open(os.path.dirname(out_dir) or ".", os.O_RDONLY | os.O_DIRECTORY)
         self.out_name = os.path.basename(out_dir)
@@ -492,7 +488,7 @@ def main(argv):
     if kind != "config":
         raise ProtocolError("the first command must be config, got %r" % kind)
     settings = json.loads(protocol.read_exact(0, length))
-    monitoring.install_guards()  # before any record runs: records may not touch sys.monitoring (3.12+)
+    monitoring_tools.install_guards()  # before any record runs: records may not touch sys.monitoring (3.12+)
     _Runner(settings, out_dir, ResultStream(1)).serve()
 
 

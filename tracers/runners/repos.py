@@ -25,7 +25,8 @@ from tracers.suite.entry_monitoring import MonitoringEntryTracer
 from tracers.suite.entry_tracer import EntryTracer
 from tracers.suite.pytest_plugin import Sink, TracePlugin, header
 from tracers.suite.repo_code import PathFilter
-from tracers.trace.monitoring import MONITORING, add_refusal_listener, resolve_backend
+from tracers.trace.backends import MONITORING, resolve_backend
+from tracers.trace.monitoring_tools import add_refusal_listener
 
 WATCHDOG_MARGIN_S = 1.0
 OUTPUT_RESERVE_SHARE = 8  # 1/8 of the output budget is kept for test boundaries and entries (Sink)

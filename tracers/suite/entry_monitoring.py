@@ -4,7 +4,7 @@ stream no longer wants costs (nearly) nothing.
 With settrace every call of every function in the process goes through the tracer's global hook, and since
 3.12 every line of every frame calls into C as well, so a suite runs 2.6-4.6x slower traced than untraced
 even where nothing is recorded any more. Here the events come from two `sys.monitoring` tools
-(`tracers.trace.monitoring.claim`), and the callbacks forward them to `EntryTracer._on_call` / `_on_event`, mapped
+(`tracers.trace.monitoring_tools.claim`), and the callbacks forward them to `EntryTracer._on_call` / `_on_event`, mapped
 as CPython maps them for settrace (see tracers/trace/monitoring.py), so both backends write the same stream:
 
 - a *discovery* tool has PY_START globally, for the whole run: the first call of each code object classifies
@@ -28,27 +28,27 @@ Only the thread that runs the tests is traced (a callback in another thread retu
 difference: each event passes through one more Python frame than with settrace, so a call cut by the
 recursion limit (`recursion_limit`) can be cut one call earlier. The suite's own `sys.settrace` does not stop
 this tracer (and is not reported); its calls of `sys.monitoring` aimed at the tracer's tools are refused
-(`tracers.trace.monitoring.install_guards`; the plugin reports `tracer_patched`), and a tool found changed at the end
-of a test (name, global events, callbacks, the local events of what the test recorded) makes that test
-`tracer_disabled`. Standard library only.
+(`tracers.trace.monitoring_tools.install_guards`; the plugin reports `tracer_patched`), and a tool found
+changed at the end of a test (name, global events, callbacks, the local events of what the test recorded)
+makes that test `tracer_disabled`. Standard library only.
 """
 
 import sys
 import threading
 
 from tracers.suite.entry_tracer import EntryTracer
-from tracers.trace.monitoring import (
+from tracers.trace.backends import MONITORING
+from tracers.trace.monitoring_tools import (
     _E,
     DISABLE,
     LOCAL_EVENTS,
-    MONITORING,
     RAISE_EVENTS,
     TOOL_NAME,
     LineTable,
-    _opaque,
     claim,
     install_guards,
 )
+from tracers.trace.tamper import opaque
 
 _PY_START = _E.PY_START if _E is not None else 0
 _NOT_THROWN = object()
@@ -91,9 +91,9 @@ class MonitoringEntryTracer(EntryTracer):
             (_E.RAISE, self._r_raise),
             (_E.STOP_ITERATION, self._r_raise),
         ):
-            recorder.register(event, _opaque(callback))
-        self._discovery.register(_E.PY_START, _opaque(self._d_start))
-        recorder.on_fork(_opaque(self._forked))
+            recorder.register(event, opaque(callback))
+        self._discovery.register(_E.PY_START, opaque(self._d_start))
+        recorder.on_fork(opaque(self._forked))
         self._discovery.set_events(_PY_START)
         self._set_recorder(RAISE_EVENTS)
 

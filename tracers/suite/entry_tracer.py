@@ -36,11 +36,12 @@ import sys
 import time
 from array import array
 
+from tracers.json_writers import compact
 from tracers.reprs.reprcache import FLAT, IMMUTABLE, same
 from tracers.reprs.reprcache import signature as signature_of
 from tracers.reprs.saferepr import Limits, SafeRepr
 from tracers.suite.repo_code import CO_NEWLOCALS, CodeInfo, render_input
-from tracers.trace.tracer import json_writer, unwinds
+from tracers.trace.tracer import unwinds
 
 DEFAULT_BUDGETS = {
     "max_events": 10_000,
@@ -54,7 +55,6 @@ DEFAULT_BUDGETS = {
 }
 
 
-_dumps = json_writer(",", ":")
 _settrace = sys.settrace
 _gettrace = sys.gettrace
 
@@ -367,7 +367,7 @@ class EntryTracer:
             info.qualname_json,
             self._source_json(frame.f_code.co_filename, lineno),
             ",".join(fragments),
-            "null" if event in ("call", "line") else _dumps(self._text(arg)),
+            "null" if event in ("call", "line") else compact(self._text(arg)),
         )
         if not self.sink.write(line):
             self._halt_here("max_output_bytes")
@@ -425,7 +425,7 @@ class EntryTracer:
             else:
                 signature = None
             text = self._text(value)
-            fragment = _dumps([name, text])
+            fragment = compact([name, text])
             if kind in IMMUTABLE or signature is not None:
                 cache[name] = (value, text, fragment, signature, self._repr.capped)
             fragments.append(fragment)
@@ -436,7 +436,7 @@ class EntryTracer:
         key = (filename, lineno)
         text = self._source_cache.get(key)
         if text is None:
-            text = self._source_cache[key] = _dumps(self._source(filename, lineno))
+            text = self._source_cache[key] = compact(self._source(filename, lineno))
         return text
 
     def _source(self, filename, lineno):

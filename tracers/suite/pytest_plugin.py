@@ -45,15 +45,14 @@ import threading
 import time
 
 from tracers.guard import watchdog
+from tracers.json_writers import compact
 from tracers.suite.entry_tracer import DEFAULT_BUDGETS
-from tracers.trace.monitoring import SETTRACE, tracer_version
-from tracers.trace.tracer import json_writer
+from tracers.trace.backends import SETTRACE, tracer_version
 
 MESSAGE_CHARS = 2000
 # By module name: in the runner's sealed copy (tracers/guard/seal.py) `sys` and `threading` are snapshots, and only
 # the modules themselves (sys.modules) show what the suite replaced.
 _HOOKS = (("sys", "settrace", sys.settrace), ("threading", "settrace", threading.settrace))
-_dumps = json_writer(",", ":")
 # Options of the repository's that would end the run early (config.option names).
 STOPPERS = ("stepwise", "stepwise_skip", "stepwise_reset", "usepdb", "trace")
 # Of a test's fair part of the time left (time left ÷ tests left), what it may spend recording; the rest is
@@ -84,7 +83,7 @@ class Sink:
         return self._put(line)
 
     def obj(self, **fields):
-        line = _dumps(fields)
+        line = compact(fields)
         if self.n_bytes + len(line) + 1 > self.limit:
             self.full = True
             return False

@@ -8,7 +8,7 @@ manifest's globs. A file is the repository's code when its path relative to the 
 import os
 import re
 
-from tracers.trace.tracer import encode_object
+from tracers.json_writers import encode_object
 
 CO_NEWLOCALS = 0x0002
 CO_VARARGS = 0x0004

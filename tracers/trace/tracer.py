@@ -20,29 +20,25 @@ state tree has no place for interleaved threads, and what was recorded up to the
 Forgery. The traced code runs in this process and can always lie about its own trace (README, "Residual
 trust"), but cheap patches do not make a trace look complete. The hooks that `sys.gettrace()` and
 `frame.f_trace` hand out are opaque C wrappers (no `__self__`, `__closure__` or `__globals__` to walk); the
-JSON encoders are C encoders built at import; in the sandbox the runner runs sealed copies of these modules
-(`tracers.guard.seal`: private globals and builtins, so replacing `builtins.repr`, `json.dumps` or a module's
-functions or classes changes nothing the tracer calls). While a call is traced, an audit hook refuses
-`sys.settrace`/`sys.setprofile` in the traced thread and `gc.get_objects`/`get_referrers`/`get_referents`
-in any thread (the ways to a hook's or a buffer's state): the call raises `TracerTampered` and the trace
-ends, exit `never`, truncated, reason `tampered:<event>`. A trace whose hook was replaced anyway, whose
+JSON encoders are C encoders built at import (`tracers.json_writers`); in the sandbox the runner runs sealed
+copies of these modules (`tracers.guard.seal`: private globals and builtins, so replacing `builtins.repr`,
+`json.dumps` or a module's functions or classes changes nothing the tracer calls). While a call is traced,
+the audit guard (`tracers.trace.tamper`) refuses the ways to the hooks and their state, and the trace ends
+`tampered:<event>`. A trace whose hook was replaced anyway, whose
 frames stopped reporting (a frame left without its return event, `f_trace_lines` switched off) or whose
 `threading` hook was removed ends with reason `tracer_disabled`.
 """
 
-import _functools
 import dis
-import functools
-import json
-import os
 import sys
 import threading
 import time
 from itertools import repeat
-from json import encoder as _json_encoder
 
+from tracers.json_writers import compact, quote
 from tracers.reprs.reprcache import signature, unchanged
 from tracers.reprs.saferepr import Limits, SafeRepr
+from tracers.trace.tamper import arm_guard, disarm_guard, opaque
 
 TRACER_VERSION = "5"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
 # 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception
@@ -59,7 +55,6 @@ EVENT_FIELDS = (
     "arg",
 )
 THREADS = "threads"  # the truncation reason of a trace whose traced code also ran in another thread
-TAMPERED = "tampered:"  # + the audit event: the traced code reached for the tracer's hook or state
 DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reporting: events are missing
 _CLOSED = frozenset(("return", "unwound"))  # the last event of every frame of a call that ended by itself
 _RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE"))  # where a `return` event is not an unwind
@@ -81,22 +76,6 @@ def unwinds(frame, code, offsets):
     return frame.f_lasti not in found
 
 
-_HOOK_EVENTS = frozenset(("sys.settrace", "sys.setprofile"))  # refused in the traced thread
-_WALK_EVENTS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents"))  # refused in every thread
-# sys.monitoring (3.12+) is process-wide: its mutators are refused in every thread. Only register_callback raises
-# an audit event; tracers.trace.monitoring routes the others through `refuse_event` (its guards on sys.monitoring).
-MONITORING_MUTATORS = (
-    "use_tool_id",
-    "free_tool_id",
-    "clear_tool_id",
-    "register_callback",
-    "set_events",
-    "set_local_events",
-    "restart_events",
-)
-_MONITOR_EVENTS = frozenset("sys.monitoring." + name for name in MONITORING_MUTATORS)
-
-
 def _frame_locals_type():
     return type(sys._getframe().f_locals)
 
@@ -105,94 +84,10 @@ def _frame_locals_type():
 _FRAME_LOCALS = _frame_locals_type()
 
 
-def _unencodable(value):
-    raise TypeError("not JSON serializable: %s" % type(value).__name__)
-
-
-def json_writer(item_separator, key_separator):
-    """`json.dumps` with these separators, built once from the C encoder: patching `json` changes nothing."""
-    make = _json_encoder.c_make_encoder
-    if make is None:  # no _json accelerator: the pure encoder, bound now
-        return json.JSONEncoder(separators=(item_separator, key_separator)).encode
-    chunks = make(
-        None,
-        _unencodable,
-        _json_encoder.c_encode_basestring_ascii,
-        None,
-        key_separator,
-        item_separator,
-        False,
-        False,
-        True,
-    )
-    join = "".join
-    return lambda value: join(chunks(value, 0))
-
-
-_encode = json_writer(",", ":")  # a name that is not a str (written to f_locals): the host rejects the trace
-encode_object = json_writer(", ", ": ")  # what json.dumps(obj) gives: the runner's header and end objects
-_quote = _json_encoder.c_encode_basestring_ascii or _json_encoder.py_encode_basestring_ascii  # a JSON string
 _monotonic = time.monotonic
 _NoneType = type(None)
 _UNCACHED = object()  # the value of a cache entry whose repr is rendered again at every event
 _NOTHING = repeat(_UNCACHED)  # a frame's previous values when its names changed: none is the same
-
-
-def _opaque(function):
-    """`function` behind a C callable that exposes neither it nor its state (an uncached lru wrapper): what
-    `sys.gettrace()` and `frame.f_trace` return to the traced code."""
-    return _functools._lru_cache_wrapper(function, 0, False, functools._CacheInfo)
-
-
-class TracerTampered(BaseException):
-    """Raised by a refused call (`sys.settrace` in the traced thread, a `gc` walk) while code is traced."""
-
-
-def _make_guard():
-    """(arm, disarm, refuse_event): one audit hook per process, installed on first use, inert while nothing
-    is armed.
-
-    `arm(on_tamper, thread_id)` returns a token; while armed, a refused event calls `on_tamper(reason)` and
-    raises TracerTampered into the caller. `disarm(token)` ends that arming only. `refuse_event(event)` is the
-    same check for an event CPython does not audit (the `sys.monitoring` mutators, through the guards
-    tracers.trace.monitoring puts on them). All are opaque, so the armed set is out of reach of the traced code
-    (and `gc.get_referents`, the way in, is refused)."""
-    armed = {}
-    installed = []
-    get_ident, getpid, add_hook = threading.get_ident, os.getpid, sys.addaudithook
-    hook_events, every_thread = _HOOK_EVENTS, _WALK_EVENTS | _MONITOR_EVENTS
-
-    def audit(event, args):
-        if not armed or (event not in hook_events and event not in every_thread):
-            return
-        hit = [
-            on_tamper
-            for on_tamper, thread_id, pid in list(armed.values())
-            if pid == getpid() and (event in every_thread or thread_id == get_ident())
-        ]
-        if hit:
-            for on_tamper in hit:
-                on_tamper(TAMPERED + event)
-            raise TracerTampered(TAMPERED + event)
-
-    def refuse_event(event):
-        audit(event, ())
-
-    def arm(on_tamper, thread_id):
-        if not installed:
-            add_hook(audit)
-            installed.append(True)
-        token = object()
-        armed[id(token)] = (on_tamper, thread_id, getpid())
-        return token
-
-    def disarm(token):
-        armed.pop(id(token), None)
-
-    return _opaque(arm), _opaque(disarm), _opaque(refuse_event)
-
-
-arm_guard, disarm_guard, refuse_event = _make_guard()
 
 
 class Budgets:
@@ -251,9 +146,9 @@ class Tracer:
         self._names = {}  # local name -> its JSON string
         self._max_items = self._repr.limits.max_items
         self._deadline = 0.0
-        self._hook = _opaque(self._on_new_frame)
-        self._local_hook = _opaque(self._on_event)
-        self._other_thread_hook = _opaque(self._on_other_thread_frame)
+        self._hook = opaque(self._on_new_frame)
+        self._local_hook = opaque(self._on_event)
+        self._other_thread_hook = opaque(self._on_other_thread_frame)
         self._other_thread_ran = False  # traced code ran in another thread: the entry thread's next event ends
         self.outcome = Outcome()
         self.result = None  # what the call returned or raised (for the parity check)
@@ -391,7 +286,7 @@ class Tracer:
             {},
             parent_id,
             "%d,%s,%d" % (frame_id, "null" if parent_id is None else parent_id, depth),
-            _quote(code.co_qualname),
+            quote(code.co_qualname),
             sources,
             None,
             None,
@@ -418,7 +313,7 @@ class Tracer:
         lineno = frame.f_lineno
         source = state[7].get(lineno)
         if source is None:
-            source = state[7][lineno] = _quote(self._source_line(state[13], lineno))
+            source = state[7][lineno] = quote(self._source_line(state[13], lineno))
         head = '[%d,"%s",%s,%s,%s,%s,' % (
             outcome.n_events,
             event,
@@ -432,7 +327,7 @@ class Tracer:
         if event == "call" or event == "line":
             tail = ",null]"
         else:
-            tail = ",%s]" % _quote(self._repr(arg))
+            tail = ",%s]" % quote(self._repr(arg))
             capped += self._repr.capped
         size = len(head) + state[12] + len(tail)  # the line with its locals in full
         if outcome.n_bytes + size > budgets.max_bytes:
@@ -480,9 +375,9 @@ class Tracer:
                 if type(name) is str:
                     key = self._names.get(name)
                     if key is None:
-                        key = self._names[name] = _quote(name)
+                        key = self._names[name] = quote(name)
                 else:
-                    key = _encode(name)  # the host rejects the trace, as it always did
+                    key = compact(name)  # the host rejects the trace, as it always did
                 entry = cache[name] = [_UNCACHED, None, False, None, None, "", key]
             kind = type(value)  # compared by identity: no id() (an audited call) and no metaclass __eq__
             immutable = (
@@ -508,7 +403,7 @@ class Tracer:
             state[11] += capped - entry[2]
             entry[2] = capped
             if text != entry[1]:
-                quoted = _quote(text)
+                quoted = quote(text)
                 pair = "[%s,%s]" % (entry[6], quoted)
                 state[12] += len(pair) - len(entry[5])
                 entry[1], entry[4], entry[5] = text, entry[6] + ":" + quoted, pair
@@ -546,66 +441,3 @@ class Tracer:
         except BaseException:
             pass
         return None
-
-
-def source_lines(code):
-    """The lines of a source string as the compiler numbers them: only \\n, \\r\\n and \\r end a line
-    (`str.splitlines` also splits at U+2028, U+0085 and form feeds, which may sit inside a string literal)."""
-    return code.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
-
-def call_arguments(input_text, namespace):
-    """(args, kwargs) of the call `entry(<input_text>)`, evaluated in `namespace`.
-
-    The closing parenthesis is on a line of its own, so argument text that ends with a `# comment` means
-    what it means in a real call instead of hiding the parenthesis.
-    """
-    return eval(compile("(lambda *a, **k: (a, k))(%s\n)" % input_text, "<input>", "eval"), namespace)
-
-
-def trace_source(code, entry="f", input="", filename="<tracegen>", budgets=None, limits=None, backend="auto"):
-    """Trace `entry(<input>)` of a source string in this process; returns {outcome..., events, backend}.
-
-    A convenience for tests and notebooks: no sandbox, no fork. The pipeline uses
-    `tracers.runners.functions`, which adds process isolation around the same Tracer. `backend`: auto,
-    settrace or monitoring (tracers.trace.monitoring.resolve_backend).
-    """
-    from tracers.trace.monitoring import resolve_backend, tracer_class
-
-    backend = resolve_backend(backend)
-    namespace = {"__name__": "__tracegen__"}
-    exec(compile(code, filename, "exec"), namespace)
-    args, kwargs = call_arguments(input, namespace)
-    lines = source_lines(code)
-    events = []
-    tracer = tracer_class(backend)(
-        is_traced=lambda c: c.co_filename == filename,
-        source_line=lambda c, n: lines[n - 1] if 0 < n <= len(lines) else "",
-        write=events.append,
-        budgets=budgets,
-        limits=limits,
-    )
-    outcome = tracer.run(namespace[entry], args, kwargs)
-    result = outcome.as_dict()
-    result["backend"] = backend
-    result["events"] = [
-        dict(zip(EVENT_FIELDS, values, strict=True)) for values in expand_locals(map(json.loads, events))
-    ]
-    for event in result["events"]:
-        event["locals"] = dict(event["locals"])
-    return result
-
-
-def expand_locals(events):
-    """The tracer's decoded event arrays with every event's locals as its full [[name, repr], ...] list.
-
-    For the tracer's own output (tests, notebooks); the host's strict parser does the same for untrusted
-    files, checking each reference (`pipeline.stages.tracefile`)."""
-    last = {}
-    for values in events:
-        pairs = values[8]
-        if type(pairs) is dict:
-            pairs = [[name, pairs.get(name, text)] for name, text in last[values[2]]]
-            values[8] = pairs
-        last[values[2]] = pairs
-        yield values

@@ -13,7 +13,7 @@ import functools
 import pytest
 
 from tracers.reprs.saferepr import SafeRepr
-from tracers.trace.tracer import trace_source
+from tracers.trace.backends import trace_source
 
 safe = SafeRepr()
 

@@ -1,6 +1,6 @@
 """The entry tracer and the host's cutting, in process: every repository call is an entry, cut from one stream.
 
-The reference is the function tracer itself (`tracers.trace.tracer.trace_source`): an entry cut out of a
+The reference is the function tracer itself (`tracers.trace.backends.trace_source`): an entry cut out of a
 repository stream must be exactly the trace the function tracer records for the same call.
 """
 
@@ -16,7 +16,8 @@ from pipeline.stages.repos.stream import parse_repo_stream
 from tracers.suite.entry_tracer import EntryTracer
 from tracers.suite.pytest_plugin import TIME_SHARE, Sink, TracePlugin, header
 from tracers.suite.repo_code import PathFilter
-from tracers.trace.tracer import Budgets, trace_source
+from tracers.trace.backends import trace_source
+from tracers.trace.tracer import Budgets
 
 _names = itertools.count()
 

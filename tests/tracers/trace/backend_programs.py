@@ -2,7 +2,7 @@
 tests/tracers/test_monitoring_backend.py under CPython 3.12+). Each: (name, code, entry, input, budgets).
 
 Also runnable as a script under the interpreter to test (see `main`): it prints, per program, the trace
-`tracers.trace.tracer.trace_source` records, as JSON (the tracers package must be importable).
+`tracers.trace.backends.trace_source` records, as JSON (the tracers package must be importable).
 """
 
 import json
@@ -248,10 +248,11 @@ def main(argv):
     import builtins
 
     bypass = sys.monitoring.set_events if hasattr(sys, "monitoring") else None  # before any guard is installed
-    from tracers.trace import monitoring
-    from tracers.trace.tracer import Budgets, trace_source
+    from tracers.trace import monitoring_tools
+    from tracers.trace.backends import trace_source
+    from tracers.trace.tracer import Budgets
 
-    monitoring.install_guards()  # as the function runner does before any record runs
+    monitoring_tools.install_guards()  # as the function runner does before any record runs
     if argv[0] == "hostile":
         builtins.BYPASS = bypass
         out = {}

@@ -170,7 +170,7 @@ def main(argv):
     from tracers.suite.entry_tracer import EntryTracer
     from tracers.suite.pytest_plugin import Sink, header
     from tracers.suite.repo_code import PathFilter
-    from tracers.trace.monitoring import add_refusal_listener
+    from tracers.trace.monitoring_tools import add_refusal_listener
 
     root = os.path.join(workdir, "repo")
     os.makedirs(root, exist_ok=True)

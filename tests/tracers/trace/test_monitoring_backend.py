@@ -20,7 +20,7 @@ from python_helpers import MONITORING_VERSIONS, require_python
 
 from pipeline.stages.repos.cut import cut_entry
 from pipeline.stages.repos.stream import parse_repo_stream
-from tracers.trace import monitoring
+from tracers.trace import backends
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -80,7 +80,7 @@ def test_both_entry_tracers_write_the_same_stream(python, tmp_path):
     assert (
         headers["monitoring"]["tracer_backend"] == "monitoring" and headers["settrace"]["tracer_backend"] == "settrace"
     )
-    assert headers["monitoring"]["tracer_version"] == monitoring.TRACER_VERSION + "+monitoring"
+    assert headers["monitoring"]["tracer_version"] == backends.TRACER_VERSION + "+monitoring"
     assert streams["settrace"].split("\n", 1)[1] == streams["monitoring"].split("\n", 1)[1]
     parsed = parse_repo_stream(streams["monitoring"].encode(), 10**7)
     assert parsed.error is None, parsed.error
@@ -117,15 +117,15 @@ def test_a_suite_cannot_touch_the_entry_tracers_tools(python, tmp_path):
 
 
 def test_the_backend_is_chosen_by_the_interpreter_and_recorded():
-    assert monitoring.resolve_backend("auto") == ("monitoring" if sys.version_info >= (3, 12) else "settrace")
-    assert monitoring.resolve_backend("settrace") == "settrace"
-    assert monitoring.tracer_version("settrace") == monitoring.TRACER_VERSION
-    assert monitoring.tracer_version("monitoring") == monitoring.TRACER_VERSION + "+monitoring"
+    assert backends.resolve_backend("auto") == ("monitoring" if sys.version_info >= (3, 12) else "settrace")
+    assert backends.resolve_backend("settrace") == "settrace"
+    assert backends.tracer_version("settrace") == backends.TRACER_VERSION
+    assert backends.tracer_version("monitoring") == backends.TRACER_VERSION + "+monitoring"
     with pytest.raises(ValueError, match="unknown tracer backend"):
-        monitoring.resolve_backend("ptrace")
+        backends.resolve_backend("ptrace")
     if sys.version_info < (3, 12):
         with pytest.raises(ValueError, match="needs CPython 3.12"):
-            monitoring.resolve_backend("monitoring")
+            backends.resolve_backend("monitoring")
 
 
 def test_the_runner_picks_the_backend_per_interpreter(python):
@@ -152,7 +152,7 @@ def test_the_runner_picks_the_backend_per_interpreter(python):
         "+monitoring"
     )
     assert headers["settrace"]["tracer_backend"] == "settrace"
-    assert headers["settrace"]["tracer_version"] == monitoring.TRACER_VERSION
+    assert headers["settrace"]["tracer_version"] == backends.TRACER_VERSION
 
 
 # -- the pipeline's choice of interpreter ---------------------------------------------------------------------
@@ -232,8 +232,8 @@ def test_the_sandboxed_trace_stage_gives_the_same_rows_with_both_backends():
             records, make_sandbox("bwrap", python=python), TraceSettings(tracer_backend=backend), "backends"
         )
         rows[backend], failures[backend] = output.rows("traces"), output.rows("failures")
-    assert {row["tracer_version"] for row in rows["monitoring"]} == {monitoring.TRACER_VERSION + "+monitoring"}
-    assert {row["tracer_version"] for row in rows["settrace"]} == {monitoring.TRACER_VERSION}
+    assert {row["tracer_version"] for row in rows["monitoring"]} == {backends.TRACER_VERSION + "+monitoring"}
+    assert {row["tracer_version"] for row in rows["settrace"]} == {backends.TRACER_VERSION}
     assert {row["python_version"] for row in rows["monitoring"]} == {describe_version(python)}
     same = [{k: v for k, v in row.items() if k != "tracer_version"} for row in rows["settrace"]]
     assert [{k: v for k, v in row.items() if k != "tracer_version"} for row in rows["monitoring"]] == same

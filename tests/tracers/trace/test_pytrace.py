@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from tracers.trace.tracer import Budgets, trace_source
+from tracers.trace.backends import trace_source
+from tracers.trace.tracer import Budgets
 
 REF_FILE = "<reference>"
 
