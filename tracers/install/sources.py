@@ -30,6 +30,7 @@ inlined (inside the repository only, MAX_DEPTH deep); other options (indexes, ha
 index is the host's. A line that names the repository itself (`-e .`, `.[test]`, `{toxinidir}`, the project's
 own name) is not a requirement: its extras are added to the package's.
 
+The syntax of requirement lines is tracers/install/requirements.py's; tox and nox are read by tox.py and nox.py.
 Nothing here raises for what a repository holds: a file past MAX_FILE_BYTES, bad TOML or INI, a noxfile that does
 not parse, values of the wrong type are skipped, with a note.
 """
@@ -40,6 +41,18 @@ import glob
 import os
 import re
 import sys
+
+from tracers.install.nox import nox_lines, nox_test_session
+from tracers.install.requirements import (
+    REQUIREMENT,
+    logical_lines,
+    normalize,
+    poetry_requirement,
+    split_extras,
+    split_option,
+    strings,
+)
+from tracers.install.tox import tox_deps, tox_factors, tox_lines, tox_test_env
 
 TEST_NAMES = ("test", "tests", "testing")
 FALLBACK_NAME = "dev"
@@ -55,27 +68,12 @@ REQUIREMENT_PATTERNS = (
     "test/requirements*.txt",
 )
 HATCH_ENVS = ("hatch-test", "test", "tests", "testing", "default")
-TOX_NOT_TESTS = frozenset(
-    "lint linters flake8 pylint ruff black isort format fmt style pep8 codestyle mypy pyright typing types type "
-    "typecheck docs doc docs-linkcheck linkcheck spell spelling readme manifest packaging package build release "
-    "publish upload clean report coverage-report coverage_report bandit security safety precommit pre-commit "
-    "check checks bump changelog dev devenv".split()
-)
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 8
 MAX_DEPTH = 5
 MAX_LINES = 500
 MAX_LINE_CHARS = 1000
 MAX_NOTES = 20
-
-NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-REQUIREMENT = re.compile(r"\s*(%s)\s*(\[[^\]]*\])?\s*(.*)$" % NAME.pattern, re.S)
-ENVIRONMENT_MARKERS = frozenset(
-    "python_version python_full_version sys_platform platform_system platform_machine platform_release "
-    "platform_version platform_python_implementation implementation_name implementation_version os_name "
-    "os.name sys.platform platform.version platform.machine platform.python_implementation".split()
-)
-MARKER_WORDS = frozenset(("and", "or", "not", "in"))
 
 
 class Source:
@@ -396,69 +394,12 @@ def read_sources(src, is_package=True, python=None):
 
 
 # -- names, groups, extras ------------------------------------------------------------------------------------
-def normalize(name):
-    """PEP 503 / 685 normalized name."""
-    return re.sub(r"[-_.]+", "-", str(name)).lower()
-
-
-POETRY_VERSION = re.compile(r"\s*(\^|~=|~|==|!=|>=|<=|>|<|=)?\s*(\d+(?:\.\d+)*)((?:[.-]?[A-Za-z][\w.+-]*)?)\s*$")
-
-
-def poetry_requirement(name, spec):
-    """A poetry dependency (`name = "^1.2"` or `{version, extras, markers, ...}`) as a pip requirement line, or ""
-    for what pip cannot take from the index: `python` itself, path, git and url dependencies."""
-    if not isinstance(name, str) or not NAME.fullmatch(name) or normalize(name) == "python":
-        return ""
-    if isinstance(spec, list):  # several constraints by python version or platform: the name alone
-        return name
-    extras, markers = [], ""
-    if isinstance(spec, dict):
-        if any(key in spec for key in ("path", "git", "url", "file")):
-            return ""
-        extras = [extra for extra in strings(spec.get("extras")) if NAME.fullmatch(extra)]
-        markers = spec.get("markers") if isinstance(spec.get("markers"), str) else ""
-        spec = spec.get("version", "*")
-    if not isinstance(spec, str):
-        return ""
-    line = name + ("[%s]" % ",".join(extras) if extras else "") + poetry_constraint(spec)
-    return line + (" ; " + markers if markers else "")
-
-
-def poetry_constraint(spec):
-    """Poetry's version constraint as PEP 440 (`^1.2.3` → `>=1.2.3,<2.0.0`); "" for any version and for what
-    it does not write plainly (`||`, wildcards): the name alone is the relaxed step's reading anyway."""
-    parts = [part for part in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", spec.strip()) if part]
-    if not parts or "||" in spec or "*" in spec:
-        return ""
-    out = []
-    for part in parts:
-        match = POETRY_VERSION.match(part)
-        if match is None:
-            return ""
-        operator, version, suffix = match.groups()
-        numbers = [int(number) for number in version.split(".")]
-        if operator in ("^", "~"):
-            if operator == "^":  # the first non-zero part may not change
-                at = next((i for i, number in enumerate(numbers) if number), len(numbers) - 1)
-            else:  # ~1.2.3 and ~1.2: the minor may not change; ~1: the major
-                at = min(1, len(numbers) - 1)
-            upper = numbers[:at] + [numbers[at] + 1]
-            out += [">=" + version + suffix, "<" + ".".join(map(str, upper))]
-        else:
-            out.append(("==" if operator in (None, "=") else operator) + version + suffix)
-    return ",".join(out)
-
-
 def first_test_name(names):
     """The key of `names` ({normalized: original}) to install: the first of TEST_NAMES, else FALLBACK_NAME."""
     for name in TEST_NAMES + (FALLBACK_NAME,):
         if name in names:
             return names[name]
     return None
-
-
-def strings(value):
-    return [item.strip() for item in value if isinstance(item, str) and item.strip()] if isinstance(value, list) else []
 
 
 def dependency_group(groups, name):
@@ -525,244 +466,3 @@ def setup_py_name(text):
                 if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
                     return keyword.value.value if isinstance(keyword.value.value, str) else None
     return None
-
-
-def split_extras(text):
-    """("path-or-name", [extras]) of `thing[a,b]`."""
-    match = re.match(r"^(.*?)\[([^\]]*)\]\s*$", text.strip())
-    if not match:
-        return text.strip(), []
-    return match.group(1).strip(), [extra.strip() for extra in match.group(2).split(",") if extra.strip()]
-
-
-# -- requirement-file lines ----------------------------------------------------------------------------------
-def logical_lines(text):
-    """pip requirement-file lines: continuations joined, comments and blank lines dropped."""
-    joined = re.sub(r"\\\r?\n", "", text)
-    out = []
-    for line in joined.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", line).strip()
-        if line:
-            out.append(line)
-    return out
-
-
-def split_option(line):
-    """(option, value) of an option line (`-r file`, `--requirement=file`, `-rfile`), or (None, line)."""
-    if not line.startswith("-"):
-        return None, line
-    match = re.match(r"^(--[A-Za-z-]+)(?:[= ]\s*(.*))?$", line) or re.match(r"^(-[A-Za-z])\s*(.*)$", line)
-    if not match:
-        return line, ""
-    return match.group(1), (match.group(2) or "").strip()
-
-
-# -- tox ------------------------------------------------------------------------------------------------------
-def expand_braces(text):
-    """tox's generative names: `py{38,39}-django` -> [py38-django, py39-django] (bounded)."""
-    match = re.search(r"\{([^{}]*)\}", text)
-    if not match:
-        return [text]
-    out = []
-    for part in match.group(1).split(","):
-        out += expand_braces(text[: match.start()] + part.strip() + text[match.end() :])
-        if len(out) > 256:
-            break
-    return out[:256]
-
-
-def tox_envs(value):
-    """The env names of an `envlist` value (commas or newlines, braces expanded)."""
-    names, depth, current = [], 0, ""
-    for char in value:
-        if char in ",\n" and depth == 0:
-            names.append(current)
-            current = ""
-            continue
-        depth += (char == "{") - (char == "}")
-        current += char
-    names.append(current)
-    out = []
-    for name in names:
-        out += [env.strip() for env in expand_braces(name.strip()) if env.strip()]
-    return out
-
-
-def python_factor(python):
-    return "py%d%d" % tuple(python[:2])
-
-
-def is_test_env(name):
-    return not any(factor.lower() in TOX_NOT_TESTS for factor in re.split(r"[-_]", name))
-
-
-def tox_test_env(parser, main="tox", python=(3, 11)):
-    """The env to read: the first test env of envlist (one with this Python's factor preferred), else
-    `testenv` when there is a [testenv] section; None when neither."""
-    value = ""
-    for key in ("envlist", "env_list"):
-        if parser.has_option(main, key):
-            value = parser.get(main, key)
-    envs = [env for env in tox_envs(value) if is_test_env(env)]
-    mine = [env for env in envs if python_factor(python) in env.split("-")]
-    if mine or envs:
-        return (mine or envs)[0]
-    sections = [name[len("testenv:") :] for name in parser.sections() if name.startswith("testenv:")]
-    tests = [name for name in sections if is_test_env(name) and "{" not in name]
-    if parser.has_section("testenv"):
-        return "testenv"
-    return tests[0] if tests else None
-
-
-def tox_deps(parser, env):
-    """(section label, deps text) of `env`: its own section (generative section names expanded), else
-    [testenv]; (None, "") when neither has deps."""
-    for section in parser.sections():
-        if section.startswith("testenv:") and env in expand_braces(section[len("testenv:") :]):
-            if parser.has_option(section, "deps"):
-                return "testenv:" + env, substitute(parser, parser.get(section, "deps"))
-    if parser.has_option("testenv", "deps"):
-        return "testenv", substitute(parser, parser.get("testenv", "deps"))
-    return None, ""
-
-
-def substitute(parser, text, depth=0):
-    """`{[section]key}` references replaced by their values (3 levels)."""
-
-    def value(match):
-        section, key = match.group(1), match.group(2)
-        if depth < 3 and parser.has_option(section, key):
-            return substitute(parser, parser.get(section, key), depth + 1)
-        return ""
-
-    return re.sub(r"\{\[([^\]]+)\]([^}]+)\}", value, text)[: MAX_FILE_BYTES // 4]
-
-
-def tox_factors(env, python):
-    factors = set(env.split("-"))
-    if env == "testenv" or not any(re.fullmatch(r"py\d*|pypy\d*", factor) for factor in factors):
-        factors.add(python_factor(python))
-    return factors
-
-
-def factors_match(condition, factors):
-    """tox: `a,b` means either, `a-b` both, `!a` not a."""
-    for alternative in expand_braces(condition):
-        for option in alternative.split(","):
-            parts = [part.strip() for part in option.split("-") if part.strip()]
-            if parts and all(
-                (part[1:] not in factors) if part.startswith("!") else (part in factors) for part in parts
-            ):
-                return True
-    return False
-
-
-def tox_lines(text, factors, toxinidir):
-    """The deps lines that apply to an env with `factors`, `{toxinidir}` substituted; others with `{...}` skipped."""
-    out = []
-    for line in logical_lines(text):
-        match = re.match(r"^([A-Za-z0-9_.!{},-]+)\s*:\s*(.*)$", line)
-        if match and not match.group(2).startswith("//"):
-            if not factors_match(match.group(1), factors):
-                continue
-            line = match.group(2).strip()
-        line = line.replace("{toxinidir}", toxinidir)
-        if line and "{" not in line:
-            out.append(line)
-    return out
-
-
-# -- nox ------------------------------------------------------------------------------------------------------
-def nox_test_session(tree):
-    """(name, [install argument lists]) of the first test session of a noxfile's syntax tree, or None."""
-    for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
-            continue
-        name = session_name(node)
-        if name is None or not any(word in name.lower() for word in ("test", "pytest", "unit")):
-            continue
-        param = node.args.args[0].arg
-        calls = []
-        for call in ast.walk(node):
-            func = call.func if isinstance(call, ast.Call) else None
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr == "install"
-                and isinstance(func.value, ast.Name)
-                and func.value.id == param
-            ):
-                calls.append([arg.value for arg in call.args if isinstance(arg, ast.Constant)])
-        return name, calls
-    return None
-
-
-def session_name(node):
-    """The session name of a function decorated with `nox.session` / `session` (its `name=` if a literal)."""
-    for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        dotted = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-        if dotted != "session":
-            continue
-        for keyword in decorator.keywords if isinstance(decorator, ast.Call) else []:
-            if (
-                keyword.arg == "name"
-                and isinstance(keyword.value, ast.Constant)
-                and isinstance(keyword.value.value, str)
-            ):
-                return keyword.value.value
-        return node.name
-    return None
-
-
-def nox_lines(calls):
-    """pip lines of `session.install` argument lists: `-r X`, `-c X`, `-e X` pairs kept, other options dropped."""
-    out = []
-    for args in calls:
-        args = [arg for arg in args if isinstance(arg, str)]
-        index = 0
-        while index < len(args):
-            arg = args[index].strip()
-            if arg in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable") and index + 1 < len(args):
-                out.append("%s %s" % (arg, args[index + 1].strip()))
-                index += 2
-                continue
-            if arg and (not arg.startswith("-") or split_option(arg)[0] in ("-r", "-c", "-e")):
-                out.append(arg)
-            index += 1
-    return out
-
-
-# -- relaxing ---------------------------------------------------------------------------------------------------
-def relax(line):
-    """A requirement line relaxed to its bare name: `name[extras]`, with its marker kept when the marker uses
-    environment variables only (pip evaluates it: a requirement excluded for this Python stays excluded) and
-    dropped otherwise (`extra == ...`); None for lines with no name (options, paths, URLs, `-e`)."""
-    if line.startswith("-"):
-        return None
-    match = REQUIREMENT.match(line)
-    if not match or line.startswith((".", "/", "~")) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", line):
-        return None
-    name, extras, rest = match.group(1), match.group(2) or "", match.group(3)
-    if rest and not re.match(r"^(@|;|[<>=!~(]|$)", rest):  # `name:` / `name word`: not a requirement
-        return None
-    marker = rest.split(";", 1)[1].strip() if ";" in rest else ""
-    if rest.startswith("@"):
-        marker = re.split(r"\s;", rest, maxsplit=1)[1].strip() if re.search(r"\s;", rest) else ""
-    return name + extras + ("; " + marker if marker and environment_only(marker) else "")
-
-
-def environment_only(marker):
-    """Whether every name in a PEP 508 marker is an environment variable (not `extra`)."""
-    words = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", re.sub(r"'[^']*'|\"[^\"]*\"", "", marker))
-    return bool(words) and all(word in ENVIRONMENT_MARKERS or word in MARKER_WORDS for word in words)
-
-
-def relaxed_lines(sources):
-    """Every requirement of `sources` relaxed (`relax`), each once, in order."""
-    out = []
-    for source in sources:
-        for line in source.lines:
-            bare = relax(line)
-            if bare and bare not in out:
-                out.append(bare)
-    return out

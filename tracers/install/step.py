@@ -4,7 +4,7 @@ It creates a virtual environment and installs pytest and the repository into it,
 `{"ok", "timed_out", "steps": [{"command", "returncode", "output"}], "how"}` to the request's `result` path.
 With `index_socket` in the request (the sandbox has no network of its own), a relay on the sandbox's loopback
 forwards pip's proxy connections to the host's index proxy on that unix socket
-(pipeline/sandbox/index_proxy.py), so the index is the one host a build reaches.
+(tracers/install/index_relay.py, pipeline/sandbox/index_proxy.py), so the index is the one host a build reaches.
 
 The default install, by rules (no per-repository configuration), recorded in `how`:
 
@@ -16,7 +16,7 @@ The default install, by rules (no per-repository configuration), recorded in `ho
    `all` -> `without:<labels>` (one more source dropped at each try, at most MAX_DROPS: first a source holding a
    requirement pip's error names, else by DROP_ORDER, most suspect first: requirements files, nox, tox, hatch,
    dependency groups, the extra; never the last source) -> `relaxed` (every requirement relaxed to its bare name,
-   install_sources.relax; the package without extras) -> `minimal` (pytest and the package). The package must
+   requirements.relax; the package without extras) -> `minimal` (pytest and the package). The package must
    install for any step to count; when `minimal` fails too, the install fails. A step whose pip command is one
    already tried is skipped.
 3. **Repairs.** `pytest --collect-only -q -p no:cacheprovider` runs in the source copy with the repository's own
@@ -26,7 +26,8 @@ The default install, by rules (no per-repository configuration), recorded in `ho
    the rounds; the install stands.
 
 Everything runs within the request's `budget_s` (the host gives install_timeout_s less a margin): each command
-gets what is left of it, no step starts with less than MIN_STEP_S left, and `timed_out` says the budget ran out.
+gets what is left of it, no step starts with less than MIN_STEP_S left (tracers/install/commands.py), and
+`timed_out` says the budget ran out.
 The copy has no `.git` (so no tags): VERSION_ENV and scm_version_env give dynamic-version backends a version. A
 default install whose build takes its version from VCS tags (VCS_VERSIONING) gets the project's latest release on
 the index (`pip index versions`), as a tagged checkout would be versioned near it, so a test requirement's own
@@ -44,19 +45,16 @@ the venv first on PATH (`how.step` is `manifest`, no repairs).
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
+from tracers.install.commands import Runner, error_summary
+from tracers.install.index_relay import start_index_relay
 from tracers.install.repair import collected, declared, missing, own_modules
-from tracers.install.sources import Reader, normalize, relaxed_lines, strings
+from tracers.install.requirements import normalize, relaxed_lines, strings
+from tracers.install.sources import Reader
 
-OUTPUT_CHARS = 4000
-OUTPUT_KEEP = 1 << 20  # bytes of a command's output kept at each end (what the parsers read)
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY")
 FALLBACK_VERSION = "0.0.0"
 VERSION_ENV = {  # builds from a copy without .git: scm-based versions read these (and scm_version_env)
@@ -87,7 +85,6 @@ RELEASED = re.compile(r"^\S+ \(([^()\s]+)\)\s*$", re.M)  # `NAME (VERSION)`, aft
 DROP_ORDER = ("requirements", "nox", "tox", "hatch", "uv", "pdm", "poetry", "dependency-groups", "extra")
 MAX_DROPS = 4
 MAX_ROUNDS = 3
-MIN_STEP_S = 5.0
 COLLECT_TIMEOUT_S = 60.0
 EDITABLE_FAILED = re.compile(  # pip's words when the editable build itself failed (not a dependency)
     r"'build_editable' hook|cannot be installed in editable mode|setup\.py develop\b[^\n]*(error|fail)"
@@ -106,93 +103,6 @@ COLLECT = (
     "import pytest\n"
     "sys.exit(pytest.main(args))\n"
 )
-
-
-def _tail(text, limit=OUTPUT_CHARS):
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-class Output:
-    """A command's output, its first and last OUTPUT_KEEP bytes kept."""
-
-    def __init__(self):
-        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
-
-    def add(self, data):
-        room = OUTPUT_KEEP - len(self.head)
-        self.head += data[:room]
-        self.tail += data[room:] if room > 0 else data
-        if len(self.tail) > OUTPUT_KEEP:
-            self.dropped += len(self.tail) - OUTPUT_KEEP
-            del self.tail[: len(self.tail) - OUTPUT_KEEP]
-
-    def text(self):
-        gap = b"\n...(%d bytes)...\n" % self.dropped if self.dropped else b""
-        return (bytes(self.head) + gap + bytes(self.tail)).decode("utf-8", "replace")
-
-
-class Runner:
-    """Runs the install's commands within one deadline and records each in `steps`."""
-
-    def __init__(self, env, steps, deadline):
-        self.env, self.steps, self.deadline = env, steps, deadline
-        self.timed_out = False
-
-    def left(self):
-        return self.deadline - time.monotonic()
-
-    def run(self, argv, cwd, env=None, timeout=None, label=None):
-        """(ok, output) of `argv` (a list; a string runs under `sh -c`), killed with its process group past
-        `timeout` or the deadline."""
-        limit = self.left() if timeout is None else min(timeout, self.left())
-        if limit < MIN_STEP_S:
-            self.timed_out = True
-            return False, "not started: the install's time budget is spent"
-        output, code = Output(), None
-        command = ["sh", "-c", argv] if isinstance(argv, str) else argv
-        try:
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=env or self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as error:
-            process, code = None, 127
-            output.add(("%s: %s" % (type(error).__name__, error)).encode())
-        if process is not None:
-            reader = threading.Thread(target=_drain, args=(process.stdout, output), daemon=True)
-            reader.start()
-            try:
-                code = process.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                _kill_group(process)
-                code = process.wait()
-                output.add(b"\nTimeoutExpired: killed after %ds\n" % int(limit))
-                self.timed_out = timeout is None or limit < timeout
-            reader.join(5)
-        text = output.text()
-        shown = label or (argv if isinstance(argv, str) else " ".join(argv))
-        self.steps.append({"command": shown[:2000], "returncode": code, "output": _tail(text)})
-        return code == 0, text
-
-
-def _drain(stream, output):
-    try:
-        for data in iter(lambda: stream.read1(65536), b""):
-            output.add(data)
-    except (OSError, ValueError):
-        pass
-
-
-def _kill_group(process):
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        process.kill()
 
 
 def _pip_version_ok():
@@ -235,59 +145,6 @@ def next_to_drop(kept, output, project=""):
     named = {normalize(name) for name in NAMED_IN_ERROR.findall(output)} - {project, "pytest"}
     culprits = [source for source in order if source.names() & named]
     return (culprits or order)[0]
-
-
-def error_summary(output, limit=500):
-    """The lines of a failed command's output that say why: its `ERROR:` lines and the last exception line
-    (a build's traceback), else its last lines."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line for line in lines if re.match(r"(ERROR|error):", line)]
-    raised = [line for line in lines if re.match(r"[A-Za-z_.]*(Error|Exception|Exit)\b.*:", line)]
-    picked = (raised[-1:] + [line for line in errors if "subprocess-exited-with-error" not in line][-2:]) or lines[-3:]
-    return " | ".join(picked)[-limit:] or "(no output)"
-
-
-def _pipe(source, sink):
-    try:
-        while True:
-            data = source.recv(65536)
-            if not data:
-                break
-            sink.sendall(data)
-    except OSError:
-        pass
-    for sock in (source, sink):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _forward(client, path):
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-    except OSError:
-        client.close()
-        upstream.close()
-        return
-    threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
-    _pipe(client, upstream)
-
-
-def start_index_relay(path):
-    """Listen on the sandbox's loopback and relay each connection to the unix socket `path`; the port."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-
-    def accept():
-        while True:
-            client, _ = server.accept()
-            threading.Thread(target=_forward, args=(client, path), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    return server.getsockname()[1]
 
 
 def install(request):

@@ -22,8 +22,9 @@ from pipeline.sandbox import Bind, SandboxLimits
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts, upstream_proxy
 from pipeline.sandbox.tracers_mount import tracers_bind
 from pipeline.stages.repos.requests import base_env, read_json, write_request
+from tracers.install.commands import error_summary
 from tracers.install.repair import MAX_MISSING
-from tracers.install.step import MAX_ROUNDS, error_summary
+from tracers.install.step import MAX_ROUNDS
 
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 MARGIN_S = 30.0  # of install_timeout_s, kept for the venv, the result file and the sandbox's own start and end

@@ -1,4 +1,5 @@
-"""Reading a repository's test requirements as its CI would (tracers/install/sources.py): pure parsing, no pip.
+"""Reading a repository's test requirements as its CI would (tracers/install/sources.py, requirements.py, tox.py,
+nox.py): pure parsing, no pip.
 
 Each case writes real files into a temporary repository and reads it; hostile files (huge, malformed, cyclic,
 wrong types, links out of the repository, a noxfile that would act if it ran) must never raise.
@@ -9,16 +10,9 @@ import os
 import pytest
 from repo_fixtures import write_files
 
-from tracers.install.sources import (
-    MAX_FILE_BYTES,
-    MAX_LINES,
-    dependency_group,
-    factors_match,
-    read_sources,
-    relax,
-    relaxed_lines,
-    tox_envs,
-)
+from tracers.install.requirements import relax, relaxed_lines
+from tracers.install.sources import MAX_FILE_BYTES, MAX_LINES, dependency_group, read_sources
+from tracers.install.tox import factors_match, tox_envs
 
 PY311 = (3, 11)
 

@@ -1,17 +1,16 @@
-"""The install step's own machinery (tracers/install/step.py), without pip: the deadline that bounds every command,
-bounded output, which source a failed pip run points at, and the words that mean the editable build failed."""
+"""The install step's own machinery (tracers/install/step.py, commands.py), without pip: the deadline that
+bounds every command, bounded output, which source a failed pip run points at, and the words that mean the
+editable build failed."""
 
 import os
 import time
 
+from tracers.install.commands import OUTPUT_KEEP, Runner, error_summary
 from tracers.install.sources import Source
 from tracers.install.step import (
     EDITABLE_FAILED,
     FALLBACK_VERSION,
-    OUTPUT_KEEP,
     VERSION_ENV,
-    Runner,
-    error_summary,
     next_to_drop,
     scm_version_env,
     versions_from_vcs,
