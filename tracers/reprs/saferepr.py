@@ -9,24 +9,24 @@ slots and `__dict__`, read through the type's own descriptors (`tracers.reprs.ob
 `__str__`, `__getattr__`, property, `__len__`, `__iter__`, `__eq__` or `__hash__` runs. `mode="user"`
 calls a class's own `__repr__` (under a wall-clock alarm), for corpora where it is known to be pure.
 Sizes are bounded before formatting (items, depth, characters), addresses are normalised to `0x...`,
-small sets are sorted. Standard library only: it runs inside the sandbox.
+small sets are sorted. Here: the limits, the dispatch, builtin values and user reprs; the standard library's C
+types are rendered by `tracers.reprs.c_types`, values of other classes by `tracers.reprs.objects`. Standard
+library only: it runs inside the sandbox.
 """
 
 import array
 import collections
 import datetime
 import decimal
-import enum
 import functools
 import re
 import signal
-import sys
 import threading
 import types
 from itertools import islice
 
-from tracers.reprs import objstate
-from tracers.reprs.stdlib_reprs import STDLIB_RENDERERS
+from tracers.reprs import c_types, objstate
+from tracers.reprs.objects import object_repr, plain_object, type_name
 
 MODES = ("structural", "user")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
@@ -57,20 +57,7 @@ _NATIVE = (
     type(re.match("", "")),
 )
 _SCALARS = (type(None), bool, type(Ellipsis), range)
-_SAFE_HASH = frozenset(map(id, (str, int, float, bytes, bool, type(None))))  # ids: hashing a type can run its metaclass
 _exception_args = BaseException.__dict__["args"].__get__
-_module_dict = types.ModuleType.__dict__["__dict__"].__get__
-_method_func = types.MethodType.__dict__["__func__"].__get__
-_method_self = types.MethodType.__dict__["__self__"].__get__
-_function_qualname = types.FunctionType.__dict__["__qualname__"].__get__
-_deque_maxlen = collections.deque.__dict__["maxlen"].__get__
-_default_factory = collections.defaultdict.__dict__["default_factory"].__get__
-_namespace_dict = types.SimpleNamespace.__dict__["__dict__"].__get__
-_partial_parts = tuple(functools.partial.__dict__[name].__get__ for name in ("func", "args", "keywords"))
-_slice_parts = tuple(slice.__dict__[name].__get__ for name in ("start", "stop", "step"))
-_array_typecode = array.array.__dict__["typecode"].__get__
-_tzinfo = {id(kind): kind.__dict__["tzinfo"].__get__ for kind in (datetime.datetime, datetime.time)}
-_ModuleSpec = type(sys.__spec__)
 CUT = "\u2026"  # the mark of every cap (schemas/reprs.md): no CPython repr writes it outside a quoted string
 
 
@@ -110,18 +97,7 @@ def _more(left):
 
 
 def _placeholder(obj, why):
-    return "<%s %s>" % (_type_name(obj), why)
-
-
-def _type_name(obj):
-    try:
-        return objstate.qualname(type(obj))
-    except BaseException:
-        return "object"
-
-
-def _plain_object(obj):
-    return "<%s object at 0x...>" % _type_name(obj)
+    return "<%s %s>" % (type_name(obj), why)
 
 
 def _via(base, addresses):
@@ -176,9 +152,9 @@ class SafeRepr:
             return type.__repr__(obj) if self.structural else self._user_repr(obj)
         if not self.structural:
             if objstate.defines(kind, "__repr__") is object:
-                return _plain_object(obj)
+                return plain_object(obj)
             return self._user_repr(obj)
-        return self._object(obj, kind, depth, seen)
+        return object_repr(self, obj, kind, depth, seen)
 
     # -- builtin values: CPython's repr, byte for byte ---------------------------------------------
     def _int(self, obj, kind, depth, seen):
@@ -334,195 +310,6 @@ class SafeRepr:
             args = ()
         return objstate.name(kind) + "(" + self._items(iter(args), len(args), depth, seen)[1:-1] + ")"
 
-    # -- C containers of the standard library: their CPython format, walked here -------------------
-    def _deque(self, obj, kind, depth, seen):
-        if id(obj) in seen:
-            return "[...]"
-        if depth >= self.limits.max_depth:
-            return self._deep(objstate.name(kind) + "(\u2026)")
-        seen.add(id(obj))
-        try:
-            size = collections.deque.__len__(obj)
-            body = "[" + self._items(collections.deque.__iter__(obj), size, depth, seen)[1:-1] + "]"
-        finally:
-            seen.discard(id(obj))
-        maxlen = _deque_maxlen(obj)
-        tail = "" if maxlen is None else ", maxlen=%d" % maxlen
-        return "%s(%s%s)" % (objstate.name(kind), body, tail)
-
-    def _defaultdict(self, obj, kind, depth, seen):
-        factory = self._repr(_default_factory(obj), depth + 1, seen)
-        return "%s(%s, %s)" % (objstate.name(kind), factory, self._dict(obj, dict, depth, seen))
-
-    def _ordered_dict(self, obj, kind, depth, seen):
-        name = objstate.name(kind)
-        size = dict.__len__(obj)
-        if not size:
-            return name + "()"
-        if id(obj) in seen:
-            return name + "(...)"
-        if depth >= self.limits.max_depth:
-            return self._deep(name + "(\u2026)")
-        # The linked order is read only when every key hashes in C: reading it hashes the keys.
-        safe = all(id(type(key)) in _SAFE_HASH for key in dict.keys(obj))
-        items = collections.OrderedDict.items(obj) if safe else dict.items(obj)
-        seen.add(id(obj))
-        try:
-            pairs = (
-                "(" + self._repr(key, depth + 2, seen) + ", " + self._repr(value, depth + 2, seen) + ")"
-                for key, value in items
-            )
-            return "%s([%s])" % (name, self._join(pairs, size))
-        finally:
-            seen.discard(id(obj))
-
-    def _namespace(self, obj, kind, depth, seen):
-        name = "namespace" if kind is types.SimpleNamespace else objstate.name(kind)
-        state = _namespace_dict(obj)
-        return self._fields(name, dict.items(state), dict.__len__(state), obj, depth, seen)
-
-    def _datetime(self, obj, kind, depth, seen):
-        base = datetime.datetime if issubclass(kind, datetime.datetime) else datetime.time
-        zone = _tzinfo[id(base)](obj)
-        if zone is None or type(zone) is datetime.timezone:
-            return base.__repr__(obj)
-        naive = base.__repr__(base.replace(obj, tzinfo=None))
-        return naive[:-1] + ", tzinfo=" + self._repr(zone, depth + 1, seen) + ")"
-
-    def _method(self, obj, kind, depth, seen):
-        function = _method_func(obj)
-        name = _function_qualname(function) if type(function) is types.FunctionType else None
-        name = objstate.text(name, "?")
-        return "<bound method %s of %s>" % (name, self._repr(_method_self(obj), depth + 1, seen))
-
-    def _partial(self, obj, kind, depth, seen):
-        function, args, keywords = (get(obj) for get in _partial_parts)
-        cap = self.limits.max_items
-        parts = [self._repr(function, depth + 1, seen)]
-        parts += [self._repr(arg, depth + 1, seen) for arg in islice(args, cap)]
-        if type(args) is tuple and tuple.__len__(args) > cap:
-            parts.append(self._left_out([], tuple.__len__(args) - cap))
-        if type(keywords) is dict:
-            parts += [
-                "%s=%s" % (objstate.text(key), self._repr(value, depth + 1, seen))
-                for key, value in islice(dict.items(keywords), cap)
-            ]
-            if dict.__len__(keywords) > cap:
-                parts.append(self._left_out([], dict.__len__(keywords) - cap))
-        return "functools.partial(%s)" % ", ".join(parts)
-
-    def _slice(self, obj, kind, depth, seen):
-        return "slice(%s)" % ", ".join(self._repr(get(obj), depth + 1, seen) for get in _slice_parts)
-
-    def _array(self, obj, kind, depth, seen):
-        code = _array_typecode(obj)
-        size = array.array.__len__(obj)
-        if not size:
-            return "array(%r)" % code
-        if code == "u":
-            return "array(%r, %s)" % (code, self._str(array.array.tounicode(obj), str, depth, seen))
-        body = self._items(array.array.__iter__(obj), size, depth, seen)[1:-1]
-        return "array(%r, [%s])" % (code, body)
-
-    def _view(self, obj, kind, depth, seen):
-        name = objstate.name(kind)
-        if depth >= self.limits.max_depth:
-            return self._deep(name + "(\u2026)")
-        return "%s([%s])" % (name, self._items(iter(obj), len(obj), depth, seen)[1:-1])
-
-    def _module(self, obj, kind, depth, seen):
-        """ModuleType's repr (importlib's `_module_repr`), from the module's dict and its spec's state."""
-        found = objstate.str_keys(_module_dict(obj), ("__name__", "__spec__", "__file__"))
-        name = objstate.text(found.get("__name__"))
-        spec = found.get("__spec__")
-        if type(spec) is _ModuleSpec:
-            state = objstate.str_keys(
-                self._layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("name", "origin", "loader")
-            )
-            name = objstate.text(state.get("name"), name)
-            origin, loader = state.get("origin"), state.get("loader")
-            if origin is None:
-                return (
-                    "<module %r>" % name
-                    if loader is None
-                    else "<module %r (%s)>"
-                    % (
-                        name,
-                        self._repr(loader, depth + 1, seen),
-                    )
-                )
-            return (
-                "<module %r from %r>" % (name, objstate.text(origin))
-                if _has_location(spec, self._layouts)
-                else "<module %r (%s)>" % (name, objstate.text(origin))
-            )
-        filename = found.get("__file__")
-        return "<module %r>" % name if filename is None else "<module %r from %r>" % (name, objstate.text(filename))
-
-    # -- everything else: its state ------------------------------------------------------------------
-    def _object(self, obj, kind, depth, seen):
-        if issubclass(type(kind), enum.EnumMeta):
-            return self._enum(obj, kind, depth, seen)
-        layout = self._layouts.of(kind)
-        special = STDLIB_RENDERERS.get(layout.key) if objstate.is_heap(kind) else None
-        text = special(self, layout, obj, depth, seen) if special is not None else None
-        if text is not None:
-            return text
-        base = objstate.first_builtin(kind)
-        fmt = self._bases.get(id(base)) if base is not object else None
-        if fmt is not None and objstate.is_heap(kind):
-            if base is tuple and layout.tuple_fields(obj) is not None:
-                pairs = zip(layout.tuple_fields(obj), tuple.__iter__(obj), strict=False)
-                return self._fields(objstate.name(kind), pairs, tuple.__len__(obj), obj, depth, seen)
-            inner = fmt(self, obj, kind, depth, seen)
-            if not layout.repr_overridden:
-                return inner
-            return self._object_fields(obj, kind, layout, depth, seen, inner)
-        if fmt is not None:
-            return fmt(self, obj, kind, depth, seen)
-        if not objstate.is_heap(kind) or not layout.has_state:
-            return _plain_object(obj)
-        return self._object_fields(obj, kind, layout, depth, seen, None)
-
-    def _object_fields(self, obj, kind, layout, depth, seen, inner):
-        name = objstate.qualname(kind)
-        if id(obj) in seen:
-            return name + "(...)"
-        if depth >= self.limits.max_depth:
-            return self._deep(name + "(\u2026)")
-        fields, more = layout.fields(obj, self.limits.max_items)
-        size = len(fields) + (1 if more else 0) + (inner is not None)
-        if inner is not None:
-            fields = [(None, inner)] + fields
-        return self._fields(name, fields, size, obj, depth, seen, known=not more)
-
-    def _fields(self, name, pairs, size, obj, depth, seen, known=True):
-        """`Name(a=<repr>, b=<repr>)`; a pair whose name is None is shown bare (already rendered). With
-        `known` false, `size` only says that there are more fields than shown (their number is unknown)."""
-        if id(obj) in seen:
-            return name + "(...)"
-        if depth >= self.limits.max_depth:
-            return self._deep(name + "(\u2026)")
-        seen.add(id(obj))
-        try:
-            parts = (
-                value
-                if key is None
-                else "%s=%s" % (_field_name(key, self, depth, seen), self._repr(value, depth + 1, seen))
-                for key, value in pairs
-            )
-            return name + "(" + self._join(parts, size, known) + ")"
-        finally:
-            seen.discard(id(obj))
-
-    def _enum(self, obj, kind, depth, seen):
-        """`<Color.RED: 1>` (Enum's own repr) from the member's `_name_` and `_value_`."""
-        layout = self._layouts.of(kind)
-        state = objstate.str_keys(layout.instance_dict(obj) or {}, ("_name_", "_value_"))
-        member = objstate.text(state.get("_name_"), "")
-        name = objstate.name(kind) + ("." + member if member else "")
-        return "<%s: %s>" % (name, self._repr(state.get("_value_"), depth + 1, seen))
-
     def _user_repr(self, obj):
         """Call a user-defined `__repr__` under a wall-clock alarm; any failure becomes a placeholder."""
         alarm = self._can_alarm and threading.current_thread() is threading.main_thread()
@@ -545,17 +332,6 @@ class SafeRepr:
         if len(text) > self.limits.max_chars:
             self.capped = True
         return _ADDRESS.sub("0x...", _cut(text, self.limits.max_chars))
-
-
-def _field_name(key, renderer, depth, seen):
-    if type(key) is str:
-        return key
-    return "[%s]" % renderer._repr(key, depth + 1, seen)
-
-
-def _has_location(spec, layouts):
-    state = objstate.str_keys(layouts.of(_ModuleSpec).instance_dict(spec) or {}, ("_set_fileattr",))
-    return state.get("_set_fileattr") is True
 
 
 _TABLES = {}  # structural (bool) -> ({id(type): handler}, {id(builtin base): handler}), built on first use
@@ -584,26 +360,26 @@ def _tables(structural):
     bases = dict(exact)
     bases.update(
         {
-            collections.deque: SafeRepr._deque,
-            collections.defaultdict: SafeRepr._defaultdict,
-            collections.OrderedDict: SafeRepr._ordered_dict,
-            types.SimpleNamespace: SafeRepr._namespace,
-            datetime.datetime: SafeRepr._datetime,
-            datetime.time: SafeRepr._datetime,
+            collections.deque: c_types.deque_repr,
+            collections.defaultdict: c_types.defaultdict_repr,
+            collections.OrderedDict: c_types.ordered_dict_repr,
+            types.SimpleNamespace: c_types.namespace_repr,
+            datetime.datetime: c_types.datetime_repr,
+            datetime.time: c_types.datetime_repr,
         }
     )
     if structural:
         exact.update(bases)
         exact.update(
             {
-                types.ModuleType: SafeRepr._module,
-                types.MethodType: SafeRepr._method,
-                functools.partial: SafeRepr._partial,
-                slice: SafeRepr._slice,
-                array.array: SafeRepr._array,
-                type({}.keys()): SafeRepr._view,
-                type({}.values()): SafeRepr._view,
-                type({}.items()): SafeRepr._view,
+                types.ModuleType: c_types.module_repr,
+                types.MethodType: c_types.method_repr,
+                functools.partial: c_types.partial_repr,
+                slice: c_types.slice_repr,
+                array.array: c_types.array_repr,
+                type({}.keys()): c_types.view_repr,
+                type({}.values()): c_types.view_repr,
+                type({}.items()): c_types.view_repr,
             }
         )
     tables = _TABLES[structural] = (

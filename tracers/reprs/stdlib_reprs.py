@@ -1,7 +1,7 @@
 """Pure-Python standard library classes common in test code (Counter, pathlib paths, Fraction, UUID), shown
-in their own repr's format from their slots and items by `tracers.reprs.saferepr`: their `__repr__` is never called
+in their own repr's format from their slots and items by `tracers.reprs.objects`: their `__repr__` is never called
 (a subclass or a monkeypatch could make it run user code). Each renderer takes the SafeRepr, the class's
-layout (`tracers.reprs.saferepr`'s slot reader), the value, depth and the ids being rendered, and returns None
+layout (`tracers.reprs.objstate`'s slot reader), the value, depth and the ids being rendered, and returns None
 when the value's state is not what the class itself would hold (the value is then rendered from its state
 like any other object). Standard library only: it runs inside the sandbox.
 """
