@@ -1,5 +1,5 @@
 """Programs that exercise every kind of event both tracer backends must agree on (run by
-tests/tracers/test_monitoring_backend.py under CPython 3.12+). Each: (name, code, entry, input, budgets).
+tests/tracers/trace/test_monitoring_backend.py under CPython 3.12+). Each: (name, code, entry, input, budgets).
 
 Also runnable as a script under the interpreter to test (see `main`): it prints, per program, the trace
 `tracers.trace.backends.trace_source` records, as JSON (the tracers package must be importable).

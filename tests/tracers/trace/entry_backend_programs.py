@@ -1,5 +1,5 @@
 """Repository-like code traced by the entry tracer, test by test, under either backend (run by
-tests/tracers/test_monitoring_backend.py under CPython 3.12+).
+tests/tracers/trace/test_monitoring_backend.py under CPython 3.12+).
 
 `python entry_backend_programs.py BACKEND WORKDIR` writes a small repository into WORKDIR, runs its "tests"
 (plain functions, as the pytest plugin would run them: start, call, stop) under `tracers.suite.entry_tracer.EntryTracer`
