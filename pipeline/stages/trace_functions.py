@@ -20,12 +20,19 @@ missing, replaced or malformed gets its own failure row; the records beside it a
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from pipeline.engine.failures import failure_row
+from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
 from pipeline.sources.functions import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
-from pipeline.stages.tracefile import TraceFormatError, json_bytes, parse_parity_file, parse_trace_file
+from pipeline.stages.runnerstream import RecordOutput
+from pipeline.stages.tracefile import (
+    ParsedTrace,
+    TraceFormatError,
+    json_bytes,
+    parse_parity_file,
+    parse_trace_file,
+)
 from tracers.trace.backends import CHOICES as TRACER_BACKENDS
 
 REPR_MODES = ("structural", "user")
@@ -138,109 +145,94 @@ def trace_functions(
     """Trace every record: `traces` and `failures` rows in record order, and the `trace` counters."""
     counters = StageCounters("trace")
     counters.n_in = len(records)
-    rows: dict[int, dict] = {}
-    failures: dict[int, dict] = {}
+    rows: list[dict] = []
+    failures = Failures(unit_id)
     with counters.timed():
         session = warm_session(sandbox, settings)
-        for index, record in enumerate(records):
+        for record in records:
+            about = Input(record.id, record.input_ref, f"record {record.id!r}")
             output = session.trace(record)
             if isinstance(output, Blamed):
-                failures[index] = _blame(record, output, unit_id)
-            else:
-                _collect(record, output, settings, unit_id, rows, failures, index)
+                failures.add(about, _blame(output), counters)
+                continue
+            parsed = _parse(output, settings.max_events)
+            if isinstance(parsed, Failure):
+                failures.add(about, parsed, counters)
+                continue
+            perturbed = _compare(parsed, output.parity) if settings.check_parity else None
+            if isinstance(perturbed, Failure):
+                failures.add(about, perturbed, counters)
+                perturbed = True
+            rows.append(trace_row(record, parsed, settings.reprs.mode, perturbed))
     counters.n_out = len(rows)
-    counters.events = sum(row["n_events"] for row in rows.values())
-    for failure in failures.values():
-        counters.drop(failure["error_type"])
-    return StageOutput(
-        {"traces": [rows[i] for i in sorted(rows)], "failures": [failures[i] for i in sorted(failures)]},
-        {"trace": counters},
-    )
+    counters.events = sum(row["n_events"] for row in rows)
+    return StageOutput({"traces": rows, "failures": failures.rows}, {"trace": counters})
 
 
-def _blame(record, blamed: Blamed, unit_id) -> dict:
-    """The failure row of the record the runner was on when its sandbox ended (or that two fresh sandboxes
-    ended before starting it)."""
+def _blame(blamed: Blamed) -> Failure:
+    """The failure of the record the runner was on when its sandbox ended (or that two fresh sandboxes ended
+    before starting it)."""
     if blamed.started:
         why = f"the runner died or was stopped while this record ran ({blamed.result.describe()})"
     else:
         why = f"the sandbox ended twice before this record started ({blamed.result.describe()})"
-    return failure_row(
-        unit_id,
-        record.id,
+    return Failure(
         "sandbox",
         "SandboxFailed",
-        f"record {record.id!r}: {why}; the records after it run in a fresh sandbox",
-        record.input_ref,
+        f"{why}; the records after it run in a fresh sandbox",
         blamed.result.stderr_tail.decode("utf-8", "replace") or None,
     )
 
 
-def _collect(record, output, settings, unit_id, rows, failures, index) -> None:
+def _parse(output: RecordOutput, max_events: int) -> ParsedTrace | Failure:
+    """The record's parsed trace, or why there is none: the record filled the scratch, its trace file is
+    missing or malformed, or its code or input failed before the call."""
     if output.scratch_full:
-        failures[index] = failure_row(
-            unit_id,
-            record.id,
+        return Failure(
             "trace",
             "ScratchLimitExceeded",
-            f"record {record.id!r}: it filled the sandbox's scratch filesystem and was stopped; "
-            f"write less than the sandbox's file_bytes limit",
-            record.input_ref,
+            "it filled the sandbox's scratch filesystem and was stopped; "
+            "write less than the sandbox's file_bytes limit",
         )
-        return
-    data, parity = output.closed_trace(), output.parity
+    data = output.closed_trace()
     if data is None:
-        failures[index] = failure_row(
-            unit_id,
-            record.id,
+        return Failure(
             "parse",
             "MissingTraceOutput",
-            f"record {record.id!r}: its trace file is missing or is not a regular file (a link, a directory, a "
-            f"FIFO); the traced code may have removed or replaced it",
-            record.input_ref,
+            "its trace file is missing or is not a regular file (a link, a directory, a FIFO); the traced code may "
+            "have removed or replaced it",
         )
-        return
     try:
-        parsed = parse_trace_file(data, settings.max_events)
+        parsed = parse_trace_file(data, max_events)
     except TraceFormatError as error:
-        failures[index] = failure_row(
-            unit_id,
-            record.id,
+        return Failure(
             "parse",
             "BadTraceOutput",
-            f"record {record.id!r}: the tracer's output is malformed ({error}); "
-            f"the traced code may have written to the trace file",
-            record.input_ref,
+            f"the tracer's output is malformed ({error}); the traced code may have written to the trace file",
         )
-        return
     if parsed.failure is not None:
-        failure = parsed.failure
-        error_type = failure["error_type"]
-        stage = "input" if failure.get("stage") == "input" else "setup"
-        hint = {
-            "input": "fix the record's input (the argument text of entry(<input>))",
-            "setup": "fix the record's code or entry",
-        }[stage]
-        failures[index] = failure_row(
-            unit_id,
-            record.id,
-            stage,
-            error_type,
-            f"record {record.id!r}: {error_type} while "
-            f"{'evaluating the input' if stage == 'input' else 'loading the code'}: "
-            f"{failure['message'][:2000]}; {hint}",
-            record.input_ref,
+        return _setup_failure(parsed.failure)
+    return parsed
+
+
+def _setup_failure(failure: dict) -> Failure:
+    """The tracer's report that the record's input (stage `input`) or its code or entry (`setup`) failed."""
+    error_type = failure["error_type"]
+    if failure.get("stage") == "input":
+        stage, doing, hint = (
+            "input",
+            "evaluating the input",
+            "fix the record's input (the argument text of entry(<input>))",
         )
-        return
-    perturbed = None
-    if settings.check_parity:
-        perturbed = _compare(record, parsed, parity, unit_id, failures, index)
-    rows[index] = trace_row(record, parsed, settings.reprs.mode, perturbed)
+    else:
+        stage, doing, hint = "setup", "loading the code", "fix the record's code or entry"
+    return Failure(stage, error_type, f"{error_type} while {doing}: {failure['message'][:2000]}; {hint}")
 
 
-def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
-    """Whether the untraced call ended otherwise than the traced one; None when there is nothing to compare
-    (the trace was cut, or the untraced run left no valid result). A difference is also a failure row."""
+def _compare(parsed, parity: bytes | None) -> bool | None | Failure:
+    """Whether the untraced call ended otherwise than the traced one: False, or the failure saying how (the
+    trace is kept, perturbed); None when there is nothing to compare (the trace was cut, or the untraced run
+    left no valid result)."""
     end = parsed.end
     traced = end.get("result")
     if end["exit"] == "never" or type(traced) is not str or parity is None:
@@ -251,14 +243,10 @@ def _compare(record, parsed, parity, unit_id, failures, index) -> bool | None:
         return None
     if (untraced["exit"], untraced["result"]) == (end["exit"], traced):
         return False
-    failures[index] = failure_row(
-        unit_id,
-        record.id,
+    return Failure(
         "trace",
         "OutcomePerturbed",
-        f"record {record.id!r}: the traced call ended with {end['exit']} {traced[:300]}, the untraced one with "
+        f"the traced call ended with {end['exit']} {traced[:300]}, the untraced one with "
         f"{untraced['exit']} {untraced['result'][:300]}; the code depends on the tracer (or is not "
         f"deterministic); its trace is kept with perturbed=true",
-        record.input_ref,
     )
-    return True

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pipeline.debugger.events import Trace, TraceShapeError
 from pipeline.debugger.policy import PolicyConfig, Trajectory, sample_trajectories
-from pipeline.engine.failures import failure_row
+from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 
 STAGE = "trajectories"
@@ -56,9 +56,9 @@ class TrajectorySampler:
     batches (`n_in` counts traces, `n_out` trajectories, `dropped` failed traces by error type)."""
 
     def __init__(self, sampling: SamplingSettings, unit_id: str):
-        self.sampling, self.unit_id = sampling, unit_id
+        self.sampling = sampling
         self.counters = StageCounters(STAGE)
-        self.failures: list[dict] = []
+        self.failures = Failures(unit_id)
 
     def sample(self, trace_rows: list[dict]) -> list[dict]:
         """The rows' trajectories: trace order, then forward before inverse, then sample index."""
@@ -89,13 +89,12 @@ class TrajectorySampler:
 
     def _fail(self, source_id, trace_id, position, error_type, message) -> None:
         ref = f"trace:{trace_id}" if trace_id else f"trace-row:{position}"
-        message = f"trace {trace_id or position!r}: {message}"
-        self.failures.append(failure_row(self.unit_id, source_id, STAGE, error_type, message, ref))
-        self.counters.drop(error_type)
+        trace = Input(source_id, ref, f"trace {trace_id or position!r}")
+        self.failures.add(trace, Failure(STAGE, error_type, message), self.counters)
 
     def output(self, trajectories: list[dict] | None = None) -> StageOutput:
         """The stage's output: `trajectories` (those not yet written), the failures and the counters."""
-        return StageOutput({"trajectories": trajectories or [], "failures": self.failures}, {STAGE: self.counters})
+        return StageOutput({"trajectories": trajectories or [], "failures": self.failures.rows}, {STAGE: self.counters})
 
 
 def sample_trajectories_stage(trace_rows: list[dict], sampling: SamplingSettings, unit_id: str) -> StageOutput:
