@@ -8,8 +8,8 @@ program directory read-only, and three private writable directories (the harness
 hard-linked copy of the warm build cache, a temp/home dir); the module cache is bound read-only (a
 writable one would let one program plant sources another program builds).
 
-The harness's stdout is the only thing trusted, and it is checked strictly (pipeline/stages/
-go_harness_output.py); trace files are opened only inside the scratch directory, without following
+The harness's stdout is the only thing trusted, and it is checked strictly (pipeline/stages/go/
+harness_output.py); trace files are opened only inside the scratch directory, without following
 links. Malformed output is a failure row for the program, never an exception.
 
 Outcomes: each run is a `go_runs` row (its status is data: ok, deadlock, timeout, panic, race,
@@ -37,7 +37,7 @@ from pathlib import Path
 import zstandard
 
 from pipeline.engine.config import UNHASHED
-from pipeline.engine.failures import failure_row
+from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
@@ -154,15 +154,20 @@ class GoTools:
 class ProgramResult:
     """Everything one program produced, filled in as the harness's output is collected."""
 
+    failures: Failures
     runs: list[dict] = field(default_factory=list)
     traces: list[dict] = field(default_factory=list)
     programs: list[dict] = field(default_factory=list)
-    failures: list[dict] = field(default_factory=list)
     counters: StageCounters = field(default_factory=lambda: StageCounters("go_runs"))
 
     def output(self) -> StageOutput:
         return StageOutput(
-            {"go_runs": self.runs, "go_traces": self.traces, "go_programs": self.programs, "failures": self.failures},
+            {
+                "go_runs": self.runs,
+                "go_traces": self.traces,
+                "go_programs": self.programs,
+                "failures": self.failures.rows,
+            },
             {"go_runs": self.counters},
         )
 
@@ -269,7 +274,8 @@ def trace_program(
 ) -> StageOutput:
     """Build and run one program in the sandbox: its `go_programs` row, its `go_runs`, `go_traces` and
     `failures` rows and the `go_runs` counters. `settings.timeout_s` gives way to the program's own."""
-    result = ProgramResult()
+    result = ProgramResult(Failures(unit_id))
+    about = Input(program.program_id, program.path, f"Go program {program.program_id!r}")
     result.counters.n_in = 1
     with result.counters.timed():
         tools = tools or GoTools.resolve(settings)
@@ -282,24 +288,61 @@ def trace_program(
         work_root.mkdir(parents=True, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix="run-", dir=work_root)
         try:
-            outcome, runs, problem = _run_harness(program, settings, sandbox, tools, base, scratch)
-            _collect(program, settings, tools, unit_id, outcome, runs, problem, scratch, result)
+            runs, failure = _run_harness(program, settings, sandbox, tools, base, scratch)
+            if failure is not None:
+                result.failures.add(about, failure, result.counters)
+            _collect_runs(program, settings, tools, runs, os.path.join(scratch, "work"), result)
+            for run in runs:
+                if run["status"] == "build_error":
+                    result.failures.add(about, _build_failure(run), result.counters)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     result.counters.n_out = len(result.runs)
     result.counters.events = sum(row["n_events"] for row in result.runs)
-    for failure in result.failures:
-        result.counters.drop(failure["error_type"])
     return result.output()
 
 
-def _run_harness(program, settings, sandbox, tools, base, scratch):
+def _run_harness(program, settings, sandbox, tools, base, scratch) -> tuple[list[dict], Failure | None]:
+    """Run `go_harness run` in the sandbox: the runs it reported, and what went wrong with it as a whole."""
     work, gocache, tmp = (os.path.join(scratch, name) for name in ("work", "gocache", "tmp"))
     os.mkdir(work)
     os.mkdir(tmp)
     os.chmod(tmp, 0o777)
     go_build.link_cache(base, gocache)
     os.makedirs(tools.toolchain.modcache, exist_ok=True)
+    limits = settings.limits()
+    outcome = sandbox.run(
+        _harness_argv(program, settings, tools, work),
+        binds=_harness_binds(program, tools, work, gocache, tmp),
+        env=go_build.go_env(tools.toolchain, gocache, tmp),
+        cwd=work,
+        limits=limits,
+    )
+    stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
+    if len(outcome.stdout_tail) >= limits.output_tail_bytes:
+        return [], Failure(
+            "parse",
+            "HarnessOutputTooLarge",
+            f"the harness printed more than {limits.output_tail_bytes} "
+            f"bytes; lower max_events or runs, or raise max_output_bytes",
+            stderr,
+        )
+    finished = outcome.cause is None and outcome.returncode == 0
+    try:
+        runs = parse_harness_output(outcome.stdout_tail, work=work, max_events=settings.max_events, finished=finished)
+    except HarnessOutputError as error:
+        return [], Failure(
+            "parse",
+            "BadHarnessOutput",
+            f"the harness's output is malformed ({error}); the program "
+            f"may have interfered with the harness, or go_harness and this pipeline disagree",
+            stderr,
+        )
+    return runs, _harness_failure(outcome, runs, settings, stderr)
+
+
+def _harness_argv(program: GoProgram, settings: GoSettings, tools: GoTools, work: str) -> list[str]:
+    """`go_harness run` for `program` with the job's runs, timeout, event cap, mode and scheduling options."""
     argv = [
         tools.harness,
         "run",
@@ -323,6 +366,12 @@ def _run_harness(program, settings, sandbox, tools, base, scratch):
         argv.append("-race")
     if settings.gomaxprocs:
         argv += ["-gomaxprocs", ",".join(map(str, settings.gomaxprocs))]
+    return argv
+
+
+def _harness_binds(program: GoProgram, tools: GoTools, work: str, gocache: str, tmp: str) -> list[Bind]:
+    """The harness, the program and the module cache read-only; its scratch, build cache and temp writable; the
+    toolchain too when it lives outside the system directories."""
     binds = [
         Bind(os.path.dirname(tools.harness)),
         Bind(os.path.realpath(program.path)),
@@ -333,84 +382,40 @@ def _run_harness(program, settings, sandbox, tools, base, scratch):
     ]
     if not (tools.toolchain.goroot + "/").startswith(SYSTEM_DIRS):
         binds.append(Bind(tools.toolchain.goroot))
-    limits = settings.limits()
-    outcome = sandbox.run(
-        argv, binds=binds, env=go_build.go_env(tools.toolchain, gocache, tmp), cwd=work, limits=limits
-    )
-    finished = outcome.cause is None and outcome.returncode == 0
-    if len(outcome.stdout_tail) >= limits.output_tail_bytes:
-        return (
-            outcome,
-            [],
-            (
-                "HarnessOutputTooLarge",
-                f"the harness printed more than {limits.output_tail_bytes} "
-                f"bytes; lower max_events or runs, or raise max_output_bytes",
-            ),
-        )
-    try:
-        runs = parse_harness_output(outcome.stdout_tail, work=work, max_events=settings.max_events, finished=finished)
-    except HarnessOutputError as error:
-        return (
-            outcome,
-            [],
-            (
-                "BadHarnessOutput",
-                f"the harness's output is malformed ({error}); the program "
-                f"may have interfered with the harness, or go_harness and this pipeline disagree",
-            ),
-        )
-    return outcome, runs, None
+    return binds
 
 
-def _collect(
-    program: GoProgram,
-    settings: GoSettings,
-    tools: GoTools,
-    unit_id: str,
-    outcome: SandboxResult,
-    runs: list[dict],
-    problem,
-    scratch: str,
-    result: ProgramResult,
-) -> None:
-    def fail(stage: str, error_type: str, message: str, stderr: str | None = None) -> None:
-        result.failures.append(
-            failure_row(
-                unit_id,
-                program.program_id,
-                stage,
-                error_type,
-                f"Go program {program.program_id!r}: {message}",
-                program.path,
-                stderr,
-            )
-        )
-
-    stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
-    if problem is not None:
-        fail("parse", problem[0], problem[1], stderr)
-    elif outcome.cause is not None:
-        fail(
+def _harness_failure(
+    outcome: SandboxResult, runs: list[dict], settings: GoSettings, stderr: str | None
+) -> Failure | None:
+    """What went wrong with a harness run whose output parsed: the sandbox ended it, it exited with an error,
+    or it reported fewer runs than asked (a build error is one run, and its own failure)."""
+    if outcome.cause is not None:
+        return Failure(
             "sandbox",
             "SandboxFailed",
             f"the sandbox ended the harness after {len(runs)} of {settings.runs} "
             f"runs ({outcome.describe()}); the finished runs are kept",
             stderr,
         )
-    elif outcome.returncode != 0:
-        fail(
+    if outcome.returncode != 0:
+        return Failure(
             "sandbox",
             "HarnessError",
             f"go_harness exited with status {outcome.returncode} "
             f"({outcome.describe()}); fix the program directory or the harness",
             stderr,
         )
-    elif runs and runs[0]["status"] != "build_error" and len(runs) != settings.runs:
-        fail("sandbox", "MissingRuns", f"the harness reported {len(runs)} of {settings.runs} runs", stderr)
+    if runs and runs[0]["status"] != "build_error" and len(runs) != settings.runs:
+        return Failure("sandbox", "MissingRuns", f"the harness reported {len(runs)} of {settings.runs} runs", stderr)
+    return None
 
+
+def _collect_runs(
+    program: GoProgram, settings: GoSettings, tools: GoTools, runs: list[dict], work: str, result: ProgramResult
+) -> None:
+    """Each run's `go_runs` row (goroutines renumbered per program) and, when kept, its `go_traces` row."""
     ids = canonical_ids(gpath for run in runs for gpath in run_gpaths(run))
-    work = os.path.join(scratch, "work")
     for run in runs:
         events, goroutines = renumber(run["events"], run["goroutines"], ids)
         leaked = renumber_leaked(run["leaked"], ids)
@@ -437,21 +442,24 @@ def _collect(
             result.traces.append(
                 trace_row(program, run["run_index"], run["mode"], kept, settings.max_events, tools.harness_version)
             )
-        if run["status"] == "build_error":
-            message = " | ".join((run["stderr_tail"].strip().splitlines() or ["(no output)"])[-3:])[:500]
-            if run["stderr_tail"].startswith("tracegen: "):  # the harness's own verdict, e.g. no main package
-                fail(
-                    "build",
-                    "NotAGoProgram",
-                    f"is not a runnable program ({message}); it needs a main package "
-                    f"or a _test.go file with func TestX(t *testing.T)",
-                    run["stderr_tail"],
-                )
-            else:
-                fail(
-                    "build",
-                    "BuildError",
-                    f"does not compile: {message}; fix the program (its go_runs row, "
-                    f"status build_error, holds the compiler's full message)",
-                    run["stderr_tail"],
-                )
+
+
+def _build_failure(run: dict) -> Failure:
+    """The failure of a program that did not build: not a program at all (the harness's own verdict), or the
+    compiler's error."""
+    message = " | ".join((run["stderr_tail"].strip().splitlines() or ["(no output)"])[-3:])[:500]
+    if run["stderr_tail"].startswith("tracegen: "):  # the harness's own verdict, e.g. no main package
+        return Failure(
+            "build",
+            "NotAGoProgram",
+            f"is not a runnable program ({message}); it needs a main package "
+            f"or a _test.go file with func TestX(t *testing.T)",
+            run["stderr_tail"],
+        )
+    return Failure(
+        "build",
+        "BuildError",
+        f"does not compile: {message}; fix the program (its go_runs row, "
+        f"status build_error, holds the compiler's full message)",
+        run["stderr_tail"],
+    )
