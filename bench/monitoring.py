@@ -143,7 +143,6 @@ def suite_runs(python, cases, repeat, pip_cache, only=("host", "settrace", "moni
     from pipeline.sources.repos import RepoSpec
     from pipeline.stages.repos.install import install_repo
     from pipeline.stages.repos.run import RepoTraceSettings, run_suite
-    from pipeline.stages.repos.trace import RepoFailures
 
     work = Path(tempfile.mkdtemp(prefix="bench-monitoring-repo-"))
     results = []
@@ -157,18 +156,11 @@ def suite_runs(python, cases, repeat, pip_cache, only=("host", "settrace", "moni
         for name, interpreter, backend in configurations:
             sandbox = make_sandbox("bwrap", python=interpreter)
             spec = RepoSpec(name="wordkit", url=str(path), ref="main", timeout_s=900)
-            failures: list[dict] = []
             checkout = GitCache(str(work / "git")).checkout(spec.url, spec.ref)
             run_dir = tempfile.mkdtemp(prefix="bench-monitoring-run-")
             try:
-                installed = install_repo(
-                    spec,
-                    checkout.path,
-                    run_dir,
-                    sandbox,
-                    pip_cache,
-                    StageCounters("install"),
-                    RepoFailures(spec, "b", failures),
+                installed, failures = install_repo(
+                    spec, checkout.path, run_dir, sandbox, pip_cache, StageCounters("install")
                 )
                 if installed is None:
                     raise SystemExit(f"{name}: install failed: {failures}")

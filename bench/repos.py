@@ -34,6 +34,7 @@ import repo_fixtures  # noqa: E402
 from workload import TEXT_FUNCTIONS  # noqa: E402
 
 from pipeline.engine.executor import UnitSink  # noqa: E402
+from pipeline.engine.failures import Failures  # noqa: E402
 from pipeline.engine.stats import StageCounters  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
 from pipeline.sources.git_cache import GitCache  # noqa: E402
@@ -42,7 +43,7 @@ from pipeline.stages.repos.cut import EntryCutter  # noqa: E402
 from pipeline.stages.repos.install import install_repo  # noqa: E402
 from pipeline.stages.repos.report import report_run  # noqa: E402
 from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
-from pipeline.stages.repos.trace import RepoFailures  # noqa: E402
+from pipeline.stages.repos.trace import repo_input  # noqa: E402
 
 WORDKIT = {
     "pyproject.toml": """
@@ -189,27 +190,29 @@ def write_seconds(tables: dict[str, list[dict]], out: str) -> float:
 def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, settings: RepoTraceSettings) -> dict:
     """clone, install, untraced run, traced run, cut, write — timed one after the other on one venv."""
     sandbox = make_sandbox(backend)
-    failures: list[dict] = []
-    fail = RepoFailures(spec, "bench", failures)
+    failures = Failures("bench")
     counters = {name: StageCounters(name) for name in ("clone", "install", "untraced", "trace", "cut")}
     with counters["clone"].timed():
         checkout = GitCache(str(work / f"git-{backend}")).checkout(spec.url, spec.ref)
     run_dir = tempfile.mkdtemp(prefix=f"bench-{backend}-")
     try:
-        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
+        repo = repo_input(spec, checkout.commit)
+        installed, found = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"])
+        failures.extend(repo, found)
         if installed is None:
-            raise SystemExit(f"{backend}: install failed: {failures}")
+            raise SystemExit(f"{backend}: install failed: {failures.rows}")
         env_dir = installed.env_dir
         baseline = run_suite(
             spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["untraced"], untraced=True
         )
         cutter = EntryCutter(spec, checkout, settings, counters["cut"])
         run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
-        report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
-        traces = cutter.finish(fail)
+        failures.extend(repo, report_run(run.stream, run.log_tail, run.outcome, spec))
+        traces, dropped = cutter.finish()
+        failures.extend(repo, dropped)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    write_s = write_seconds({"traces": traces, "failures": failures}, str(work / f"out-{backend}"))
+    write_s = write_seconds({"traces": traces, "failures": failures.rows}, str(work / f"out-{backend}"))
     return {
         "backend": backend,
         "clone": counters["clone"].seconds,
@@ -223,7 +226,7 @@ def bench_backend(backend: str, spec: RepoSpec, work: Path, pip_cache: str, sett
         "events": counters["trace"].events,
         "rows": len(traces),
         "row_events": sum(row["n_events"] for row in traces),
-        "failures": [f"{row['error_type']}: {row['message'][:120]}" for row in failures],
+        "failures": [f"{row['error_type']}: {row['message'][:120]}" for row in failures.rows],
     }
 
 

@@ -35,7 +35,6 @@ from pipeline.sources.git_cache import GitCache  # noqa: E402
 from pipeline.sources.repos import RepoSpec  # noqa: E402
 from pipeline.stages.repos.install import install_repo  # noqa: E402
 from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
-from pipeline.stages.repos.trace import RepoFailures  # noqa: E402
 from pipeline.stages.trace_functions import ReprLimits  # noqa: E402
 from tracers.reprs.saferepr import Limits  # noqa: E402
 from tracers.trace.backends import trace_source  # noqa: E402
@@ -115,11 +114,9 @@ def bench_repo(repeat: int, cases: int, backend: str, pip_cache: str) -> dict:
         repo_fixtures.make_repo(path, files)
         spec = RepoSpec(name="wordkit", url=str(path), ref="main", timeout_s=600)
         sandbox = make_sandbox(backend)
-        failures: list[dict] = []
         checkout = GitCache(str(work / "git")).checkout(spec.url, spec.ref)
         run_dir = tempfile.mkdtemp(prefix="bench-reprs-run-", dir=work)
-        fail = RepoFailures(spec, "bench", failures)
-        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, StageCounters("install"), fail)
+        installed, failures = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, StageCounters("install"))
         if installed is None:
             raise SystemExit(f"install failed: {failures}")
         env_dir = installed.env_dir

@@ -219,7 +219,7 @@ def decode_repo(data, root, sources=None):
         cutter.sources = sources
     stream = parse_repo_stream(data, 10_000, on_test=cutter)
     assert stream.error is None, stream.error
-    rows = cutter.finish(None)
+    rows, _ = cutter.finish()
     return sum(row["n_events"] for row in rows), sum(test.n_events for test in stream.tests), cutter.sources
 
 

@@ -17,10 +17,12 @@ import uuid
 import pytest
 import repo_fixtures as fixtures
 
+from pipeline.engine.failures import Failures
 from pipeline.engine.stats import StageCounters
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.install import install_repo
+from pipeline.stages.repos.trace import repo_input
 
 PIP_CACHE = os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache")
 
@@ -115,17 +117,11 @@ def install(tmp_path, sandbox, files: dict[str, str]):
     fixtures.make_repo(repo, files)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    rows = []
     spec = RepoSpec("hostile", str(repo), "main", install_timeout_s=240)
-    installed = install_repo(
-        spec,
-        str(repo),
-        str(run_dir),
-        sandbox,
-        PIP_CACHE,
-        StageCounters("install"),
-        lambda *row: rows.append(row),
-    )
+    installed, found = install_repo(spec, str(repo), str(run_dir), sandbox, PIP_CACHE, StageCounters("install"))
+    failures = Failures("u")
+    failures.extend(repo_input(spec), found)
+    rows = [(row["stage"], row["error_type"], row["message"]) for row in failures.rows]
     return (installed and installed.env_dir), rows
 
 

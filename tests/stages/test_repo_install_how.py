@@ -1,15 +1,17 @@
 """The host's reading of install.json's `how` (untrusted: written in the sandbox) and the failure rows it gives.
 
-`read_how` turns the sandbox's report into an InstallHow or refuses it naming the field; `report_how` makes one
-row per fallback or repair round. Pure: no sandbox, no pip.
+`read_how` turns the sandbox's report into an InstallHow or refuses it naming the field; `report_how` gives one
+failure (a row once recorded) per fallback or repair round. Pure: no sandbox, no pip.
 """
 
 import copy
 
 import pytest
 
+from pipeline.engine.failures import Failures
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.install import Attempt, InstallHow, Repair, read_how, report_how
+from pipeline.stages.repos.trace import repo_input
 from tracers.install.step import manifest_how
 
 HOW = {
@@ -83,8 +85,9 @@ def test_a_forged_report_is_refused_naming_the_field(path, value, named):
 
 
 def test_each_fallback_and_repair_round_is_a_row():
-    rows = []
-    report_how(RepoSpec("lib", "/x", "main"), read_how(copy.deepcopy(HOW)), lambda *row: rows.append(row))
+    failures = Failures("u")
+    failures.extend(repo_input(RepoSpec("lib", "/x", "main")), report_how(read_how(copy.deepcopy(HOW))))
+    rows = [(row["stage"], row["error_type"], row["message"]) for row in failures.rows]
     assert [(stage, error_type) for stage, error_type, _ in rows] == [
         ("install", "InstallFallback"),
         ("install", "InstallFallback"),
@@ -99,6 +102,4 @@ def test_each_fallback_and_repair_round_is_a_row():
     assert "'build_editable' hook" in editable and "regular package" in editable
     assert "yaml, --cov" in installed and installed.endswith("installed PyYAML, pytest-cov")
     assert "(repair round 2)" in unresolved and "nosuch" in unresolved
-    rows.clear()
-    report_how(RepoSpec("lib", "/x", "main"), read_how(manifest_how()), lambda *row: rows.append(row))
-    assert rows == []
+    assert report_how(read_how(manifest_how())) == []

@@ -204,11 +204,11 @@ def stage(tmp_path_factory):
             kept = []
 
             def install_repo(*args):
-                installed = real_install(*args)
+                installed, failures = real_install(*args)
                 kept.append(
                     (installed, installed is not None and os.path.isdir(os.path.join(installed.env_dir, "src")))
                 )
-                return installed
+                return installed, failures
 
             spec = RepoSpec(name=name, url=str(origin), ref="main", timeout_s=120, test_timeout_s=20)
             cache = GitCache(str(tmp_path_factory.mktemp("git")))

@@ -22,7 +22,7 @@ def cut_rows(tmp_path, emit=None):
     stream = parse_repo_stream(entries_stream(3 * cut.BATCH_ROWS + 7), 10_000, on_test=cutter)
     assert stream.error is None
     assert all(not test.events and not test.entries for test in stream.tests)  # released once cut
-    left = cutter.finish(lambda *failure: None)
+    left, _ = cutter.finish()
     return left, counter
 
 

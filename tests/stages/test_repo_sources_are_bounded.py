@@ -11,12 +11,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from pipeline.engine.failures import Failures
 from pipeline.engine.stats import StageCounters
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos import cut
 from pipeline.stages.repos.cut import EntryCutter, SourceReader
 from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.stream import parse_repo_stream
+from pipeline.stages.repos.trace import repo_input
 
 AWKWARD = textwrap.dedent(
     '''\
@@ -129,16 +131,17 @@ LONG = "def long(x):\n" + "".join(f"    y_{n} = x + {n}\n" for n in range(500)) 
 def test_many_entries_cannot_make_rows_far_larger_than_the_stream(tmp_path, function, nodeid):
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "long.py").write_text(function)
-    counter, failures = StageCounters("cut"), []
+    counter, failures = StageCounters("cut"), Failures("u")
     spec = RepoSpec(name="inflate", url="file:///inflate", ref="main")
     checkout = SimpleNamespace(path=str(tmp_path), commit="0" * 40, url="")
     per_row = len(function) + len(nodeid)
     cutter = EntryCutter(spec, checkout, RepoTraceSettings(), counter, row_text_budget=10 * per_row)
     stream = parse_repo_stream(entries_stream(200, nodeid), 10_000, on_test=cutter)
     assert stream.error is None
-    rows = cutter.finish(lambda *failure: failures.append(failure))
+    rows, dropped = cutter.finish()
+    failures.extend(repo_input(spec), dropped)
     assert len(rows) == 10 and all(row["code"] == function and row["test_id"] == nodeid for row in rows)
     assert [row["input"] for row in rows] == [f"x={k}" for k in range(10)]  # the first ones, in stream order
     assert counter.dropped["RowTextBudget"] == 190
-    [(stage, error_type, message)] = failures
+    [(stage, error_type, message)] = [(row["stage"], row["error_type"], row["message"]) for row in failures.rows]
     assert (stage, error_type) == ("parse", "RowTextBudget") and "'inflate': 190 entries dropped" in message

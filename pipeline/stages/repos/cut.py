@@ -8,6 +8,7 @@ import time
 import tokenize
 from collections.abc import Callable
 
+from pipeline.engine.failures import Failure
 from pipeline.engine.stats import StageCounters
 from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.run import RepoTraceSettings
@@ -253,27 +254,31 @@ class EntryCutter:
         emit(batch)
         self.seconds += time.perf_counter() - start  # `seconds`: all the time the run's parse spent here
 
-    def finish(self, fail) -> list[dict]:
-        """Report what was dropped; the rows not emitted (all of them without `emit`)."""
+    def finish(self) -> tuple[list[dict], list[Failure]]:
+        """The rows not emitted (all of them without `emit`), and a failure for each kind of entry dropped."""
+        failures = []
         if self.bad:
             self.counter.drop("BadEntry", len(self.bad))
-            fail(
-                "parse",
-                "BadEntry",
-                f"repository {self.spec.name!r}: {len(self.bad)} entries could not be cut "
-                f"from the stream; first: {self.bad[0]}",
+            failures.append(
+                Failure(
+                    "parse",
+                    "BadEntry",
+                    f"{len(self.bad)} entries could not be cut from the stream; first: {self.bad[0]}",
+                )
             )
         if self.over_row_text_budget:
             self.counter.drop("RowTextBudget", self.over_row_text_budget)
-            fail(
-                "parse",
-                "RowTextBudget",
-                f"repository {self.spec.name!r}: {self.over_row_text_budget} entries dropped: the function source "
-                f"and test ids their rows repeat passed {self.row_text_budget:,} characters in all (many entries of "
-                f"long functions or of tests with long ids; trace fewer tests per run, or fewer distinct inputs)",
+            failures.append(
+                Failure(
+                    "parse",
+                    "RowTextBudget",
+                    f"{self.over_row_text_budget} entries dropped: the function source and test ids their rows "
+                    f"repeat passed {self.row_text_budget:,} characters in all (many entries of long functions or "
+                    f"of tests with long ids; trace fewer tests per run, or fewer distinct inputs)",
+                )
             )
         self.counter.n_out = self.n_rows
         self.counter.events = self.n_events
         if self.emit is not None and self.batch:
             self._flush(self.emit)
-        return self.batch
+        return self.batch, failures

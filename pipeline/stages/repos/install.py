@@ -18,7 +18,8 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
-from pipeline.sandbox import Bind, SandboxLimits
+from pipeline.engine.failures import Failure
+from pipeline.sandbox import Bind, SandboxLimits, SandboxResult
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts, upstream_proxy
 from pipeline.sandbox.tracers_mount import tracers_bind
 from pipeline.stages.repos.requests import base_env, read_json, write_request
@@ -90,8 +91,10 @@ def open_up(path: str) -> None:
                 pass
 
 
-def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> Installed | None:
-    """Install the repository at `worktree` into `run_dir/env` (rows through `fail`); None when it failed."""
+def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter) -> tuple[Installed | None, list[Failure]]:
+    """Install the repository at `worktree` into `run_dir/env`: what was installed (None when the install
+    failed), and the repository's failures it found (a refused connection, each fallback and repair, or why
+    the install failed)."""
     counter.n_in = 1
     with counter.timed():
         env_dir = os.path.join(run_dir, "env")
@@ -99,98 +102,121 @@ def install_repo(spec, worktree, run_dir, sandbox, pip_cache, counter, fail) -> 
         src = os.path.join(env_dir, "src")  # builds write into the source tree: give them a copy, package or not
         shutil.copytree(worktree, src, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         open_up(src)
-        request = {
-            "venv": os.path.join(env_dir, "venv"),
-            "src": src,
-            "commands": list(spec.install) if spec.install is not None else None,
-            "test_args": list(spec.test),
-            "budget_s": spec.install_timeout_s - min(MARGIN_S, spec.install_timeout_s / 10),
-            "pip_cache": pip_cache,
-            "result": os.path.join(env_dir, "install.json"),
-        }
-        short = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"  # a socket path: <100 bytes
-        socket_dir = tempfile.mkdtemp(prefix="tracegen-index-", dir=short)
-        os.chmod(socket_dir, 0o755)
-        request["index_socket"] = os.path.join(socket_dir, "index.sock")
-        binds = [tracers_bind(), Bind(worktree), Bind(os.path.join(run_dir, "control")), Bind(env_dir, writable=True)]
-        ca_bundle = os.environ.get("PIP_CERT") or CA_BUNDLE  # pip trusts what the host trusts (a proxy's CA)
-        binds += [Bind(socket_dir)] + ([Bind(ca_bundle)] if os.path.isfile(ca_bundle) else [])
-        if pip_cache:
-            os.makedirs(pip_cache, exist_ok=True)
-            binds.append(Bind(pip_cache, writable=True))
-        path = write_request(run_dir, "install.json", request)
-        limits = SandboxLimits(
-            wall_s=spec.install_timeout_s,
-            memory_bytes=max(sandbox.limits.memory_bytes, 4 << 30),
-            cpu_s=int(spec.install_timeout_s) + 1,
-            nproc=max(sandbox.limits.nproc, 256),
-            file_bytes=max(sandbox.limits.file_bytes, 2 << 30),
-        )
-        proxy = IndexProxy(request["index_socket"], index_hosts(), upstream_proxy())
-        try:
-            with proxy:
-                outcome = sandbox.run(
-                    [sandbox.python, "-s", "-B", "-m", "tracers.runners.repos", "install", path],
-                    binds=binds,
-                    env=base_env(),
-                    cwd=request["src"],
-                    limits=limits,
-                )
-        finally:
-            shutil.rmtree(socket_dir, ignore_errors=True)
-        if pip_cache:
-            open_up(pip_cache)
-        report = read_json(request["result"], 1 << 20)
-    if proxy.refused:  # a row of its own; the install goes on without what was refused
-        fail(
-            "install",
-            "InstallNetworkRefused",
-            f"repository {spec.name!r}: the install tried to reach "
-            f"{', '.join(sorted(set(proxy.refused))[:10])}; only the package index "
-            f"({', '.join(sorted(f'{host}:{port}' for host, port in proxy.allowed))}) is reachable "
-            f"(refused); set TRACEGEN_INDEX_HOSTS if that host serves the index's files",
-        )
-    how, invalid = None, None
-    if isinstance(report, dict) and report.get("ok") is True:
-        try:
-            how = read_how(report.get("how"))
-        except ValueError as error:
-            invalid = str(error)
+        result = os.path.join(env_dir, "install.json")
+        outcome, proxy = _run_install(spec, worktree, run_dir, env_dir, sandbox, pip_cache, result)
+        report = read_json(result, 1 << 20)
+    failures = [_network_refused(proxy)] if proxy.refused else []  # the install goes on without what was refused
+    how, invalid = _read_report(report)
     if how is not None:
         counter.n_out = 1
-        report_how(spec, how, fail)
-        return Installed(env_dir, how)
+        return Installed(env_dir, how), failures + report_how(how)
+    failure = _install_failure(spec, outcome, report, invalid)
+    counter.drop(failure.error_type)
+    return None, failures + [failure]
+
+
+def _run_install(spec, worktree, run_dir, env_dir, sandbox, pip_cache, result) -> tuple[SandboxResult, IndexProxy]:
+    """Run `tracers.runners.repos install` in the sandbox, the index proxy serving it on a socket bound in (what
+    it writes to `result`: install.json); the sandbox's result and the proxy (what it refused)."""
+    short = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"  # a socket path: <100 bytes
+    socket_dir = tempfile.mkdtemp(prefix="tracegen-index-", dir=short)
+    os.chmod(socket_dir, 0o755)
+    src = os.path.join(env_dir, "src")
+    request = {
+        "venv": os.path.join(env_dir, "venv"),
+        "src": src,
+        "commands": list(spec.install) if spec.install is not None else None,
+        "test_args": list(spec.test),
+        "budget_s": spec.install_timeout_s - min(MARGIN_S, spec.install_timeout_s / 10),
+        "pip_cache": pip_cache,
+        "result": result,
+        "index_socket": os.path.join(socket_dir, "index.sock"),
+    }
+    binds = [tracers_bind(), Bind(worktree), Bind(os.path.join(run_dir, "control")), Bind(env_dir, writable=True)]
+    ca_bundle = os.environ.get("PIP_CERT") or CA_BUNDLE  # pip trusts what the host trusts (a proxy's CA)
+    binds += [Bind(socket_dir)] + ([Bind(ca_bundle)] if os.path.isfile(ca_bundle) else [])
+    if pip_cache:
+        os.makedirs(pip_cache, exist_ok=True)
+        binds.append(Bind(pip_cache, writable=True))
+    path = write_request(run_dir, "install.json", request)
+    proxy = IndexProxy(request["index_socket"], index_hosts(), upstream_proxy())
+    try:
+        with proxy:
+            outcome = sandbox.run(
+                [sandbox.python, "-s", "-B", "-m", "tracers.runners.repos", "install", path],
+                binds=binds,
+                env=base_env(),
+                cwd=src,
+                limits=_install_limits(spec, sandbox),
+            )
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    if pip_cache:
+        open_up(pip_cache)
+    return outcome, proxy
+
+
+def _install_limits(spec, sandbox) -> SandboxLimits:
+    """The install's own limits: its manifest time budget, and room for compilers and wheels."""
+    return SandboxLimits(
+        wall_s=spec.install_timeout_s,
+        memory_bytes=max(sandbox.limits.memory_bytes, 4 << 30),
+        cpu_s=int(spec.install_timeout_s) + 1,
+        nproc=max(sandbox.limits.nproc, 256),
+        file_bytes=max(sandbox.limits.file_bytes, 2 << 30),
+    )
+
+
+def _network_refused(proxy: IndexProxy) -> Failure:
+    return Failure(
+        "install",
+        "InstallNetworkRefused",
+        f"the install tried to reach "
+        f"{', '.join(sorted(set(proxy.refused))[:10])}; only the package index "
+        f"({', '.join(sorted(f'{host}:{port}' for host, port in proxy.allowed))}) is reachable "
+        f"(refused); set TRACEGEN_INDEX_HOSTS if that host serves the index's files",
+    )
+
+
+def _read_report(report) -> tuple[InstallHow | None, str | None]:
+    """How a successful install went (None: it failed, or its report is malformed), and why the report is
+    malformed (None: it is not)."""
+    if not (isinstance(report, dict) and report.get("ok") is True):
+        return None, None
+    try:
+        return read_how(report.get("how")), None
+    except ValueError as error:
+        return None, str(error)
+
+
+def _install_failure(spec, outcome: SandboxResult, report, invalid: str | None) -> Failure:
+    """Why the install failed: it ran out of time, its sandbox or report failed, or a step exited with an
+    error."""
     stderr = outcome.stderr_tail.decode("utf-8", "replace") or None
     timed_out = isinstance(report, dict) and report.get("timed_out") is True
     if (outcome.cause is not None and "wall-clock" in outcome.cause) or timed_out:
-        counter.drop("InstallTimeout")
-        fail(
+        return Failure(
             "install",
             "InstallTimeout",
-            f"repository {spec.name!r}: the install ran past install_timeout_s="
+            f"the install ran past install_timeout_s="
             f"{spec.install_timeout_s:g}; raise it in the manifest or slim `install`",
             stderr,
         )
-        return None
     step = None if invalid else failed_step(report)
     if step is None:
-        counter.drop("InstallFailed")
         why = (
             f"its report is malformed ({invalid})" if invalid else f"the install sandbox failed ({outcome.describe()})"
         )
-        fail("install", "InstallFailed", f"repository {spec.name!r}: {why}", stderr)
-        return None
-    counter.drop("InstallFailed")
+        return Failure("install", "InstallFailed", why, stderr)
     output = str(step.get("output", ""))
-    fail(
+    return Failure(
         "install",
         "InstallFailed",
-        f"repository {spec.name!r}: install step `{str(step.get('command'))[:300]}` "
+        f"install step `{str(step.get('command'))[:300]}` "
         f"exited with {step.get('returncode')}: {error_summary(output)}; fix the "
         f"repository's requirements or set `install` in the manifest",
         output[-4000:],
     )
-    return None
 
 
 def failed_step(report) -> dict | None:
@@ -200,41 +226,50 @@ def failed_step(report) -> dict | None:
     return failed[-1] if failed else None
 
 
-def report_how(spec, how: InstallHow, fail) -> None:
-    """A failure row for each fallback or repair the install needed (its traces still come)."""
-    name = f"repository {spec.name!r}"
+def report_how(how: InstallHow) -> list[Failure]:
+    """A failure for each fallback or repair the install needed (its traces still come)."""
+    failures = []
     failed = [attempt for attempt in how.attempts if not attempt.ok]
     if how.step not in ("all", "manifest") and failed:
         done = STEP_TEXT.get(how.step) or f"without {how.step.removeprefix('without:')}"
-        fail(
-            "install",
-            "InstallFallback",
-            f"{name}: installing pytest, the package and its test requirements ({', '.join(how.sources)}) "
-            f"failed at step {failed[0].step!r}: {failed[0].error}; installed {done}",
+        failures.append(
+            Failure(
+                "install",
+                "InstallFallback",
+                f"installing pytest, the package and its test requirements ({', '.join(how.sources)}) "
+                f"failed at step {failed[0].step!r}: {failed[0].error}; installed {done}",
+            )
         )
     editable = [attempt for attempt in failed if attempt.editable]
     if how.editable is False and editable:
-        fail(
-            "install",
-            "InstallFallback",
-            f"{name}: the editable install of the package failed ({editable[-1].error}); installed it as a "
-            f"regular package, so its tests import it from site-packages rather than env/src",
+        failures.append(
+            Failure(
+                "install",
+                "InstallFallback",
+                f"the editable install of the package failed ({editable[-1].error}); installed it as a "
+                f"regular package, so its tests import it from site-packages rather than env/src",
+            )
         )
     for repair in how.repairs:
-        found = f"{name}: collection (repair round {repair.round}) reported missing"
+        found = f"collection (repair round {repair.round}) reported missing"
         if repair.installed:
-            fail(
-                "install",
-                "MissingModuleInstalled",
-                f"{found} {', '.join(repair.modules)}; installed {', '.join(repair.installed)}",
+            failures.append(
+                Failure(
+                    "install",
+                    "MissingModuleInstalled",
+                    f"{found} {', '.join(repair.modules)}; installed {', '.join(repair.installed)}",
+                )
             )
         if repair.unresolved:
-            fail(
-                "install",
-                "MissingModuleUnresolved",
-                f"{found} {', '.join(repair.unresolved)}, and no distribution on the index provides it (or its name "
-                f"is ambiguous or the repository's own): tests that import it are not collected",
+            failures.append(
+                Failure(
+                    "install",
+                    "MissingModuleUnresolved",
+                    f"{found} {', '.join(repair.unresolved)}, and no distribution on the index provides it (or its "
+                    f"name is ambiguous or the repository's own): tests that import it are not collected",
+                )
             )
+    return failures
 
 
 STEP_TEXT = {

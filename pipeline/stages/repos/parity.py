@@ -12,8 +12,8 @@ not recognisable in general and stays `OutcomePerturbed`. The plugin already lif
 
 import re
 
+from pipeline.engine.failures import Failure
 from pipeline.engine.stats import StageCounters
-from pipeline.sources.repos import RepoSpec
 from pipeline.stages.repos.stream import ParsedStream
 
 SHOWN = 10
@@ -28,10 +28,10 @@ def outcomes(stream: ParsedStream) -> dict[str, str | None]:
     return {test.nodeid: test.outcome for test in stream.tests}
 
 
-def report_parity(baseline: dict[str, str | None], traced: ParsedStream, spec: RepoSpec, counter: StageCounters, fail):
+def report_parity(baseline: dict[str, str | None], traced: ParsedStream, counter: StageCounters) -> list[Failure]:
     """Count the traced tests whose outcome matches the untraced run (`parity` counters: in = compared,
-    out = same, dropped: perturbed, perturbed_timing, unchecked) and write a failure row naming those that
-    differ, one for timing failures and one for the rest."""
+    out = same, dropped: perturbed, perturbed_timing, unchecked); a failure naming those that differ, one for
+    timing failures and one for the rest."""
     compared, differing, timing, unchecked = 0, [], [], 0
     for test in traced.tests:
         untraced = baseline.get(test.nodeid)
@@ -46,31 +46,36 @@ def report_parity(baseline: dict[str, str | None], traced: ParsedStream, spec: R
     counter.n_in, counter.n_out = compared, compared - len(differing) - len(timing)
     if unchecked:
         counter.drop("unchecked", unchecked)
-    name = repr(spec.name)
+    failures = []
     if differing:
         counter.drop("perturbed", len(differing))
-        fail(
-            "trace",
-            "OutcomePerturbed",
-            f"repository {name}: {len(differing)} of {compared} tests end otherwise under the tracer than "
-            f"without it, so their traces are not the program's own execution (kept, with perturbed=true): "
-            f"{shown_list(differing)}",
+        failures.append(
+            Failure(
+                "trace",
+                "OutcomePerturbed",
+                f"{len(differing)} of {compared} tests end otherwise under the tracer than without it, so their "
+                f"traces are not the program's own execution (kept, with perturbed=true): {shown_list(differing)}",
+            )
         )
     if timing:
         counter.drop("perturbed_timing", len(timing))
-        fail(
-            "trace",
-            "OutcomePerturbedTiming",
-            f"repository {name}: {len(timing)} of {compared} tests fail a time limit under the tracer and not "
-            f"without it (tracing is slower; their traces are kept, with perturbed=true): {shown_list(timing)}",
+        failures.append(
+            Failure(
+                "trace",
+                "OutcomePerturbedTiming",
+                f"{len(timing)} of {compared} tests fail a time limit under the tracer and not without it "
+                f"(tracing is slower; their traces are kept, with perturbed=true): {shown_list(timing)}",
+            )
         )
     if traced.tests and not baseline:
-        fail(
-            "trace",
-            "ParityUnchecked",
-            f"repository {name}: the untraced run of the suite recorded no test, so no outcome could be "
-            f"compared (perturbed is null)",
+        failures.append(
+            Failure(
+                "trace",
+                "ParityUnchecked",
+                "the untraced run of the suite recorded no test, so no outcome could be compared (perturbed is null)",
+            )
         )
+    return failures
 
 
 def shown_list(tests: list[str]) -> str:

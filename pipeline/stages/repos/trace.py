@@ -32,10 +32,10 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-from pipeline.engine.failures import failure_row
+from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
-from pipeline.sources.git_cache import GitCache, GitCacheError
+from pipeline.sources.git_cache import Checkout, GitCache, GitCacheError
 from pipeline.sources.repos import RepoSpec
 from pipeline.sources.sdist import SdistError
 from pipeline.sources.sdist.cache import SdistCache
@@ -65,77 +65,72 @@ def trace_repo(
     counters of its stages. Never raises for what the repository does. With `emit`, `traces` rows are passed
     to it in batches as they are cut (`EntryCutter`) instead of returned."""
     counters = {stage: StageCounters(stage) for stage in STAGES}
-    output = StageOutput({"traces": [], "failures": [], "repo_runs": []}, counters)
-    fail = RepoFailures(spec, unit_id, output.tables["failures"])
-    summary = dict(how=None, traced=None, baseline=None, traced_tests=None)
-    _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary, emit)
-    output.tables["repo_runs"] = [
-        repo_run_row(
-            spec,
-            unit_id,
-            fail.commit,
-            n_traces=counters["cut"].n_out,
-            failures=output.tables["failures"],
-            **summary,
-        )
-    ]
+    failures = Failures(unit_id)
+    output = StageOutput({"traces": [], "failures": failures.rows, "repo_runs": []}, counters)
+    summary: dict = dict(commit=None, how=None, traced=None, baseline=None, traced_tests=None)
+    checkout = _clone(spec, cache, sdists, counters["clone"], failures)
+    if checkout is not None:
+        summary["commit"] = checkout.commit
+        run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
+        try:
+            traces = _trace(spec, checkout, run_dir, sandbox, settings, pip_cache, counters, failures, summary, emit)
+            output.tables["traces"] = traces
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    n_traces = counters["cut"].n_out
+    output.tables["repo_runs"] = [repo_run_row(spec, unit_id, n_traces=n_traces, failures=failures.rows, **summary)]
     return output
 
 
-def _trace(spec, sandbox, cache, sdists, settings, work_root, pip_cache, counters, output, fail, summary, emit) -> None:
-    """The stages in order; `summary` gathers what the repository's `repo_runs` row reports."""
-    clone = counters["clone"]
-    clone.n_in = 1
-    with clone.timed():
+def repo_input(spec: RepoSpec, commit: str | None = None) -> Input:
+    """The repository as the input its failures are about: `name@commit` once the commit is known (before,
+    `name@pin`), from its manifest entry."""
+    return Input(f"{spec.name}@{commit or spec.pin}", spec.input_ref or spec.name, f"repository {spec.name!r}")
+
+
+def _clone(spec, cache, sdists, counter: StageCounters, failures: Failures) -> Checkout | None:
+    """The repository's checkout (its git commit, or its sdist unpacked); None, and its failure, when it could
+    not be had."""
+    counter.n_in = 1
+    with counter.timed():
         try:
             if spec.sdist:
                 checkout = (sdists or SdistCache(os.path.join(cache.root, "sdist"))).checkout(spec.sdist)
             else:
                 checkout = cache.checkout(spec.url, spec.ref)
         except (GitCacheError, SdistError) as error:
-            clone.drop(error.kind)
-            fail("clone", error.kind, f"repository {spec.name!r}: {error}")
-            return
-    clone.n_out = 1
-    fail.commit = checkout.commit
-    run_dir = tempfile.mkdtemp(prefix=f"tracegen-{spec.name}-", dir=work_root)
-    try:
-        installed = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"], fail)
-        if installed is None:
-            return
-        env_dir = installed.env_dir
-        summary["how"] = installed.how
-        baseline = None
-        if settings.parity:
-            untraced = StageCounters("untraced")
-            baseline = outcomes(
-                run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, untraced, untraced=True).stream
-            )
-            counters["parity"].seconds += untraced.seconds
-        cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline, emit=emit)
-        run = run_suite(spec, checkout.path, env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter)
-        report_run(run.stream, run.log_tail, run.outcome, spec, counters["trace"], fail)
-        if baseline is not None:
-            report_parity(baseline, run.stream, spec, counters["parity"], fail)
-        output.tables["traces"] = cutter.finish(fail)
-        summary.update(traced=run.stream, baseline=baseline, traced_tests=cutter.traced_tests)
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+            failures.add(repo_input(spec), Failure("clone", error.kind, str(error)), counter)
+            return None
+    counter.n_out = 1
+    return checkout
 
 
-class RepoFailures:
-    """Appends failure rows naming the repository (and its commit once known) to `rows`."""
-
-    def __init__(self, spec: RepoSpec, unit_id: str, rows: list[dict]):
-        self.spec, self.unit_id, self.rows = spec, unit_id, rows
-        self.commit: str | None = None
-
-    def __call__(
-        self, stage: str, error_type: str, message: str, stderr_tail: str | None = None, source_id: str | None = None
-    ) -> None:
-        source = source_id or f"{self.spec.name}@{self.commit or self.spec.pin}"
-        self.rows.append(
-            failure_row(
-                self.unit_id, source, stage, error_type, message, self.spec.input_ref or self.spec.name, stderr_tail
-            )
+def _trace(spec, checkout, run_dir, sandbox, settings, pip_cache, counters, failures, summary, emit) -> list[dict]:
+    """Install, check parity, trace and cut: the `traces` rows not emitted; `summary` gathers what the
+    repository's `repo_runs` row reports."""
+    repo = repo_input(spec, checkout.commit)
+    installed, install_failures = install_repo(spec, checkout.path, run_dir, sandbox, pip_cache, counters["install"])
+    failures.extend(repo, install_failures)
+    if installed is None:
+        return []
+    summary["how"] = installed.how
+    baseline = None
+    if settings.parity:
+        untraced = StageCounters("untraced")
+        baseline = outcomes(
+            run_suite(
+                spec, checkout.path, installed.env_dir, run_dir, sandbox, settings, untraced, untraced=True
+            ).stream
         )
+        counters["parity"].seconds += untraced.seconds
+    cutter = EntryCutter(spec, checkout, settings, counters["cut"], baseline, emit=emit)
+    run = run_suite(
+        spec, checkout.path, installed.env_dir, run_dir, sandbox, settings, counters["trace"], on_test=cutter
+    )
+    failures.extend(repo, report_run(run.stream, run.log_tail, run.outcome, spec))
+    if baseline is not None:
+        failures.extend(repo, report_parity(baseline, run.stream, counters["parity"]))
+    traces, dropped = cutter.finish()
+    failures.extend(repo, dropped)
+    summary.update(traced=run.stream, baseline=baseline, traced_tests=cutter.traced_tests)
+    return traces
