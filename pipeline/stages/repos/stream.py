@@ -82,102 +82,138 @@ def parse_repo_stream(source, max_events: int, on_test=None, max_bytes: int | No
     (`n_events` keeps their count): a large suite is never held in memory at once. A run of event lines is
     decoded and checked when the next object line (or the end) comes, each line on its own; no error text
     is built unless there is an error."""
-    stream = ParsedStream()
+    parser = _StreamParser(max_events, on_test, max_bytes)
     lines = io.BytesIO(source) if isinstance(source, bytes) else source
-    test: ParsedTest | None = None
-    pending: list[tuple[int, bytes]] = []
-    read = 0
-
-    def finish(done: ParsedTest) -> None:
-        if on_test is not None:
-            on_test(stream, done)
-        done.n_events = len(done.events)
-        if on_test is not None:
-            done.events, done.entries = [], []
-        stream.tests.append(done)
-
     try:
         for number, raw in enumerate(lines, start=1):
             if not raw.endswith(b"\n"):
                 break  # torn by a kill
-            read += len(raw)
-            if max_bytes is not None and read > max_bytes:
-                raise TraceFormatError(f"line {number}: output over {max_bytes} bytes")
-            raw = raw[:-1]
-            if len(raw) > MAX_LINE_BYTES:
-                raise TraceFormatError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
-            if raw.startswith(b"[") and number > 1:
-                if test is None or stream.end is not None:
-                    raise TraceFormatError(f"line {number}: an event outside a test")
-                if len(test.events) + len(pending) >= max_events:
-                    raise TraceFormatError(f"line {number}: more than {max_events} events in a test")
-                pending.append((number, raw))
-                continue
-            if pending:
-                _decode_events(pending, _in_test(test, f"line {number}: events outside a test").events)
-                pending = []
-            require(stream.end is None, f"line {number}: data after the end object")
-            value = load_flat(raw, number)
-            if number == 1:
-                require(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
-                stream.header = value
-                continue
-            require(isinstance(value, dict), f"line {number}: neither an event nor an object")
-            kind = value.get("type")
-            if kind == "test":
-                require(test is None, f"line {number}: a test starts before the previous one ended")
-                require(isinstance(value.get("nodeid"), str), f"line {number}: bad test object")
-                test = ParsedTest(value["nodeid"])
-            elif kind == "entry":
-                current = _in_test(test, f"line {number}: an entry outside a test")
-                current.entries.append(_entry(value, current.events, number))
-            elif kind == "test_end":
-                current = _in_test(test, f"line {number}: bad test_end")
-                require(value.get("nodeid") == current.nodeid, f"line {number}: bad test_end")
-                require(
-                    value.get("outcome") in OUTCOMES and _opt_str(value.get("message")),
-                    f"line {number}: bad test_end outcome or message",
-                )
-                current.outcome, current.message = value["outcome"], value.get("message")
-                finish(current)
-                test = None
-            elif kind == "collected":
-                require(
-                    stream.collected is None
-                    and _int(value.get("count"))
-                    and type(value.get("seconds")) in (int, float)
-                    and 0 <= value["seconds"] < 1e7,
-                    f"line {number}: bad collected object",
-                )
-                stream.collected = value
-            elif kind == "collect_error":
-                require(
-                    _opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
-                    f"line {number}: bad collect_error",
-                )
-                stream.collect_errors.append(value)
-            elif kind == "violation":
-                require(
-                    value.get("kind") in VIOLATIONS and _opt_str(value.get("nodeid")) and _opt_str(value.get("detail")),
-                    f"line {number}: bad violation",
-                )
-                stream.violations.append(value)
-            elif kind == "end":
-                require(
-                    (value.get("exitstatus") is None or type(value.get("exitstatus")) is int)
-                    and value.get("stopped") in STOPS,
-                    f"line {number}: bad end object",
-                )
-                stream.end = value
-            else:
-                raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
-        if pending:
-            _decode_events(pending, _in_test(test, "events outside a test").events)
+            parser.line(number, raw)
+        if parser.pending:
+            parser.decode_pending("events outside a test")
     except TraceFormatError as error:
-        stream.error = str(error)
-    if test is not None and stream.error is None:
-        finish(test)  # the run ended inside this test: its closed entries are kept
-    return stream
+        parser.stream.error = str(error)
+    if parser.test is not None and parser.stream.error is None:
+        parser.finish(parser.test)  # the run ended inside this test: its closed entries are kept
+    return parser.stream
+
+
+class _StreamParser:
+    """One parse: the stream so far, the test being read, its event lines not yet decoded and the bytes read."""
+
+    def __init__(self, max_events: int, on_test, max_bytes: int | None):
+        self.max_events, self.on_test, self.max_bytes = max_events, on_test, max_bytes
+        self.stream = ParsedStream()
+        self.test: ParsedTest | None = None
+        self.pending: list[tuple[int, bytes]] = []
+        self.read = 0
+
+    def line(self, number: int, raw: bytes) -> None:
+        """Take line `number` (with its newline): an event line waits in `pending`, an object is checked."""
+        self.read += len(raw)
+        if self.max_bytes is not None and self.read > self.max_bytes:
+            raise TraceFormatError(f"line {number}: output over {self.max_bytes} bytes")
+        raw = raw[:-1]
+        if len(raw) > MAX_LINE_BYTES:
+            raise TraceFormatError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+        if raw.startswith(b"[") and number > 1:
+            test = self.test
+            if test is None or self.stream.end is not None:
+                raise TraceFormatError(f"line {number}: an event outside a test")
+            if len(test.events) + len(self.pending) >= self.max_events:
+                raise TraceFormatError(f"line {number}: more than {self.max_events} events in a test")
+            self.pending.append((number, raw))
+            return
+        if self.pending:
+            self.decode_pending(f"line {number}: events outside a test")
+        require(self.stream.end is None, f"line {number}: data after the end object")
+        value = load_flat(raw, number)
+        if number == 1:
+            require(isinstance(value, dict) and value.get("type") == "header", "line 1: not a header")
+            self.stream.header = value
+            return
+        require(isinstance(value, dict), f"line {number}: neither an event nor an object")
+        kind = value.get("type")
+        take = _OBJECTS.get(kind) if isinstance(kind, str) else None
+        if take is None:
+            raise TraceFormatError(f"line {number}: unknown object type {kind!r}")
+        take(self, value, number)
+
+    def decode_pending(self, outside: str) -> None:
+        """Decode the pending event lines into the open test's events (`outside`: the error when none is)."""
+        _decode_events(self.pending, _in_test(self.test, outside).events)
+        self.pending = []
+
+    def finish(self, done: ParsedTest) -> None:
+        """Hand a finished test to `on_test`, then release its events and entries (keeping their count)."""
+        if self.on_test is not None:
+            self.on_test(self.stream, done)
+        done.n_events = len(done.events)
+        if self.on_test is not None:
+            done.events, done.entries = [], []
+        self.stream.tests.append(done)
+
+    def test_start(self, value: dict, number: int) -> None:
+        require(self.test is None, f"line {number}: a test starts before the previous one ended")
+        require(isinstance(value.get("nodeid"), str), f"line {number}: bad test object")
+        self.test = ParsedTest(value["nodeid"])
+
+    def entry(self, value: dict, number: int) -> None:
+        current = _in_test(self.test, f"line {number}: an entry outside a test")
+        current.entries.append(_entry(value, current.events, number))
+
+    def test_end(self, value: dict, number: int) -> None:
+        current = _in_test(self.test, f"line {number}: bad test_end")
+        require(value.get("nodeid") == current.nodeid, f"line {number}: bad test_end")
+        require(
+            value.get("outcome") in OUTCOMES and _opt_str(value.get("message")),
+            f"line {number}: bad test_end outcome or message",
+        )
+        current.outcome, current.message = value["outcome"], value.get("message")
+        self.finish(current)
+        self.test = None
+
+    def collected(self, value: dict, number: int) -> None:
+        require(
+            self.stream.collected is None
+            and _int(value.get("count"))
+            and type(value.get("seconds")) in (int, float)
+            and 0 <= value["seconds"] < 1e7,
+            f"line {number}: bad collected object",
+        )
+        self.stream.collected = value
+
+    def collect_error(self, value: dict, number: int) -> None:
+        require(
+            _opt_str(value.get("nodeid")) and _opt_str(value.get("message")),
+            f"line {number}: bad collect_error",
+        )
+        self.stream.collect_errors.append(value)
+
+    def violation(self, value: dict, number: int) -> None:
+        require(
+            value.get("kind") in VIOLATIONS and _opt_str(value.get("nodeid")) and _opt_str(value.get("detail")),
+            f"line {number}: bad violation",
+        )
+        self.stream.violations.append(value)
+
+    def end(self, value: dict, number: int) -> None:
+        require(
+            (value.get("exitstatus") is None or type(value.get("exitstatus")) is int) and value.get("stopped") in STOPS,
+            f"line {number}: bad end object",
+        )
+        self.stream.end = value
+
+
+_OBJECTS = {  # each object line's type and the parser's step that checks and takes it
+    "test": _StreamParser.test_start,
+    "entry": _StreamParser.entry,
+    "test_end": _StreamParser.test_end,
+    "collected": _StreamParser.collected,
+    "collect_error": _StreamParser.collect_error,
+    "violation": _StreamParser.violation,
+    "end": _StreamParser.end,
+}
 
 
 def _decode_events(pending: list[tuple[int, bytes]], events: list[dict]) -> None:
