@@ -129,80 +129,120 @@ def refresh(
         raise ValueError(f"--keep must be an int >= 1, got {keep!r}")
     check_memory_settings(task_memory_mb, oom_retries)
     sources = read_sources(sources_path)
+    fs, root = _open_root(root_uri)
+    preflight(sources, configs)
+    with refresh_lock(fs, root):
+        latest = latest_version(fs, root)
+        published = _published_and_finished(fs, root, latest)
+        start_ray(address, workers)
+        to_run, reused, dropped = _compare(plan(sources, configs, published), published)
+        result = RefreshResult(root_uri, None, latest, units_reused=len(reused))
+        if not to_run and not dropped:
+            return result
+        version = _NewVersion(fs, root, 1 if latest is None else latest + 1, latest, sources_path, configs, result)
+        fs.create_dir(version.staging, recursive=True)
+        records, result.failed = _run(to_run, version.staging, configs, workers, address, task_memory_mb, oom_retries)
+        if not records and not dropped:
+            return result
+        version.entries = [_entry(planned, record, version.n) for planned, record in records] + [
+            _inherited(unit, latest) for unit in reused if latest is not None
+        ]
+        version.units_run, version.units_dropped = len(records), len(dropped)
+        result.added = _rows([record for _, record in records])
+        result.dropped = _rows([UnitRecord.from_json(unit["record"]) for unit in dropped])
+        compact_and_commit(
+            fs,
+            version.staging,
+            [UnitRecord.from_json(entry["record"]) for entry in version.entries],
+            compaction or CompactionSettings(),
+            configs.functions.zstd_level,
+            version.publish,
+            uri=f"{root_uri.rstrip('/')}/{VERSIONS}/{version.n}",
+            persist_records=False,
+            mapper=functools.partial(map_tasks, address=address, workers=workers),
+        )
+        if report:
+            _report(f"{root_uri.rstrip('/')}/versions/{version.n}")
+        result.removed_versions = retain(fs, root, keep)
+        return result
+
+
+def _open_root(root_uri: str):
+    """The root's filesystem and path, the directory created; a ValueError naming a root that cannot be."""
     fs, root = open_root(root_uri)
     try:
         fs.create_dir(root, recursive=True)
     except OSError as error:
         raise ValueError(f"--root {root_uri!r} cannot be created ({error}); choose another") from error
-    preflight(sources, configs)
-    with refresh_lock(fs, root):
-        latest = latest_version(fs, root)
-        previous = read_manifest(fs, version_dir(root, latest)) if latest is not None else None
-        published = published_units(fs, version_dir(root, latest), previous) if latest is not None else []
-        if latest is not None:  # a run killed after its commit left the merged shards of its version
-            finish_pending(fs, version_dir(root, latest), [UnitRecord.from_json(u["record"]) for u in published])
-            sync_logs(fs, root)  # ... or its tables' Delta commits
-        start_ray(address, workers)
-        wanted = plan(sources, configs, published)
-        by_key = {unit["key"]: unit for unit in published}
-        keys = {unit.key for unit in wanted}
-        to_run = [unit for unit in wanted if unit.key not in by_key]
-        reused = [by_key[unit.key] for unit in wanted if unit.key in by_key]
-        dropped = [unit for unit in published if unit["key"] not in keys]
-        result = RefreshResult(root_uri, None, latest, units_reused=len(reused))
-        if not to_run and not dropped:
-            return result
-        n = 1 if latest is None else latest + 1
-        staging = version_dir(root, n)
-        fs.create_dir(staging, recursive=True)
-        records, failed = _run(to_run, staging, configs, workers, address, task_memory_mb, oom_retries)
-        result.failed = failed
-        if not records and not dropped:
-            return result
-        entries = [_entry(planned, record, n) for planned, record in records] + [
-            _inherited(unit, latest) for unit in reused if latest is not None
-        ]
-        result.added = _rows([record for _, record in records])
-        result.dropped = _rows([UnitRecord.from_json(unit["record"]) for unit in dropped])
+    return fs, root
 
-        def publish(committed: list[UnitRecord], extra: dict) -> None:
-            """The version's manifest, its log entry and LATEST: the commit point of the refresh."""
-            units = [dict(entry, record=record.to_json()) for entry, record in zip(entries, committed, strict=True)]
-            manifest = _write_manifest(fs, staging, units, configs, failed, n, latest, extra)
-            entry = {
-                "version": n,
-                "created": manifest["created"],
-                "previous": latest,
-                "manifest": f"versions/{n}/manifest.json",
-                "sources": sources_path,
-                "units_run": len(records),
-                "units_reused": len(reused),
-                "units_dropped": len(dropped),
-                "failed_units": failed,
-                "added": result.added,
-                "dropped": result.dropped,
-                "rows": {name: table["rows"] for name, table in manifest["tables"].items()},
-            }
-            commit_version(fs, root, n, entry)
-            result.version = result.latest = n
-            result.units_run, result.units_dropped = len(records), len(dropped)
-            write_latest(fs, root, n)
 
-        compact_and_commit(
-            fs,
-            staging,
-            [UnitRecord.from_json(entry["record"]) for entry in entries],
-            compaction or CompactionSettings(),
-            configs.functions.zstd_level,
-            publish,
-            uri=f"{root_uri.rstrip('/')}/{VERSIONS}/{n}",
-            persist_records=False,
-            mapper=functools.partial(map_tasks, address=address, workers=workers),
-        )
-        if report:
-            _report(f"{root_uri.rstrip('/')}/versions/{n}")
-        result.removed_versions = retain(fs, root, keep)
-        return result
+def _published_and_finished(fs, root: str, latest: int | None) -> list[dict]:
+    """The units the latest version publishes (none without one), once what a run killed after its commit left
+    undone is finished: deleting its merged shards, its tables' Delta commits."""
+    if latest is None:
+        return []
+    previous = read_manifest(fs, version_dir(root, latest))
+    published = published_units(fs, version_dir(root, latest), previous)
+    finish_pending(fs, version_dir(root, latest), [UnitRecord.from_json(u["record"]) for u in published])
+    sync_logs(fs, root)
+    return published
+
+
+def _compare(wanted: list[PlannedUnit], published: list[dict]) -> tuple[list[PlannedUnit], list[dict], list[dict]]:
+    """The wanted units to run (their key is not published), the published ones to reuse (in the order they are
+    wanted) and those to drop (no longer wanted)."""
+    by_key = {unit["key"]: unit for unit in published}
+    keys = {unit.key for unit in wanted}
+    to_run = [unit for unit in wanted if unit.key not in by_key]
+    reused = [by_key[unit.key] for unit in wanted if unit.key in by_key]
+    dropped = [unit for unit in published if unit["key"] not in keys]
+    return to_run, reused, dropped
+
+
+@dataclass
+class _NewVersion:
+    """Version `n` being made after `latest`: its units' entries (run here, then inherited) and what it
+    changes; `publish` is its commit point, called by `compact_and_commit`."""
+
+    fs: Any
+    root: str
+    n: int
+    latest: int | None
+    sources_path: str
+    configs: RefreshConfigs
+    result: RefreshResult
+    entries: list[dict] = field(default_factory=list)
+    units_run: int = 0
+    units_dropped: int = 0
+
+    @property
+    def staging(self) -> str:
+        return version_dir(self.root, self.n)
+
+    def publish(self, committed: list[UnitRecord], extra: dict) -> None:
+        """The version's manifest, its log entry and LATEST: the commit point of the refresh."""
+        n, result = self.n, self.result
+        units = [dict(entry, record=record.to_json()) for entry, record in zip(self.entries, committed, strict=True)]
+        manifest = _write_manifest(self.fs, self.staging, units, self.configs, result.failed, n, self.latest, extra)
+        entry = {
+            "version": n,
+            "created": manifest["created"],
+            "previous": self.latest,
+            "manifest": f"versions/{n}/manifest.json",
+            "sources": self.sources_path,
+            "units_run": self.units_run,
+            "units_reused": result.units_reused,
+            "units_dropped": self.units_dropped,
+            "failed_units": result.failed,
+            "added": result.added,
+            "dropped": result.dropped,
+            "rows": {name: table["rows"] for name, table in manifest["tables"].items()},
+        }
+        commit_version(self.fs, self.root, n, entry)
+        result.version = result.latest = n
+        result.units_run, result.units_dropped = self.units_run, self.units_dropped
+        write_latest(self.fs, self.root, n)
 
 
 def _run(
