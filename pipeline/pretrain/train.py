@@ -105,6 +105,35 @@ def train_worker(config_dict: dict) -> None:
     config = TrainConfig(**config_dict)
     rank, world = _topology()
     torch.manual_seed(config.seed)
+    trainer = Trainer(config, _open_loader(config, rank, world), rank, world)
+    step = trainer.resumed_step
+    stream = Stream(trainer.loader)
+    started, tokens = time.perf_counter(), 0
+    while step < config.steps:
+        loss, norm, lr, read = trainer.step(stream.next_batch())
+        tokens += read
+        step += 1
+        if rank == 0 and (step % config.log_every == 0 or step == config.steps):
+            elapsed = time.perf_counter() - started
+            _log(
+                config.out,
+                {
+                    "step": step,
+                    "loss": loss,
+                    "lr": lr,
+                    "grad_norm": float(norm),
+                    "tokens_per_s": tokens / elapsed if elapsed > 0 else 0.0,
+                    "epoch": trainer.loader.epoch,
+                    "batches_consumed": trainer.loader.batches_consumed,
+                },
+            )
+        if rank == 0 and (step % config.checkpoint_every == 0 or step == config.steps):
+            _save(config.out, step, trainer.model, trainer.optimizer, trainer.scheduler, trainer.loader, config)
+        _barrier()
+
+
+def _open_loader(config: TrainConfig, rank: int, world: int) -> PackedLoader:
+    """This rank's loader of the packed data; a ValueError when the data is less than one global batch."""
     loader = PackedLoader(
         config.data,
         config.global_batch_size,
@@ -119,71 +148,69 @@ def train_worker(config_dict: dict) -> None:
             f"{config.data} holds fewer packed samples than one global batch ({config.global_batch_size}): "
             f"lower --global-batch-size or pack more data"
         )
-    model = DecoderLM(model_config(config, loader))
-    device = _device()
-    model.to(device)
-    optimizer = build_optimizer(model, config)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate(step, config))
-    step = 0
-    checkpoint = latest_checkpoint(config.out)
-    if checkpoint is not None:
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        loader.load_state_dict(state["loader"])
+    return loader
+
+
+class Trainer:
+    """One worker's model on its device, its optimizer and learning-rate schedule, and its loader, resumed from
+    the run's newest checkpoint (`resumed_step`) and wrapped for DDP; `step` trains them on a global batch."""
+
+    def __init__(self, config: TrainConfig, loader: PackedLoader, rank: int, world: int):
+        self.config, self.loader, self.rank, self.world = config, loader, rank, world
+        self.model = DecoderLM(model_config(config, loader))
+        self.device = _device()
+        self.model.to(self.device)
+        self.optimizer = build_optimizer(self.model, config)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: learning_rate(step, config))
+        self.resumed_step = self._resume()
+        self.wrapped = _prepare(self.model)
+        if config.compile and self.device.type == "cuda":
+            self.wrapped = torch.compile(self.wrapped)
+        self.outcome_ids = torch.from_numpy(loader.go_event_token_ids()).to(self.device)
+
+    def _resume(self) -> int:
+        """Load the newest checkpoint of the run, if any (rank 0 cuts the metrics back to it): its step, or 0."""
+        checkpoint = latest_checkpoint(self.config.out)
+        if checkpoint is None:
+            return 0
+        state = torch.load(checkpoint, map_location=self.device, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.loader.load_state_dict(state["loader"])
         _set_rng(state["rng"])
-        step = state["step"]
-        if rank == 0:
-            _truncate_metrics(config.out, step)
-    wrapped = _prepare(model)
-    if config.compile and device.type == "cuda":
-        wrapped = torch.compile(wrapped)
-    outcome_ids = torch.from_numpy(loader.go_event_token_ids()).to(device)
-    stream = Stream(loader)
-    started, tokens = time.perf_counter(), 0
-    while step < config.steps:
-        micro_batches = stream.next_batch()
+        if self.rank == 0:
+            _truncate_metrics(self.config.out, state["step"])
+        return state["step"]
+
+    def step(self, micro_batches: list[dict]) -> tuple[float, torch.Tensor, float, int]:
+        """One optimizer step on this rank's micro-batches of a global batch: the loss (the mean over the global
+        batch's loss tokens), the gradient norm, the learning rate the step used and the tokens read by all
+        ranks."""
+        config, device, world = self.config, self.device, self.world
         counts = torch.tensor([float(b["loss_mask"][:, 1:].sum()) for b in micro_batches], device=device)
         targets = [to_targets(b, device) for b in micro_batches]
         local_count = counts.sum() + (
             sum(int(t.go_rows.numel()) for t in targets) if config.go_objective == "kl" else 0
         )
         global_count = _all_reduce(local_count.clone()).clamp_min(1.0)
-        optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=True)
         step_loss = torch.zeros((), device=device)
+        tokens = 0
         for batch, target in zip(micro_batches, targets, strict=True):
             inputs = forward_inputs(batch, device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                logits = wrapped(**inputs)
-            loss_sum = loss_sum_of(logits, inputs["input_ids"], target, outcome_ids, config.go_objective)
+                logits = self.wrapped(**inputs)
+            loss_sum = loss_sum_of(logits, inputs["input_ids"], target, self.outcome_ids, config.go_objective)
             # DDP averages gradients over ranks: scale so the result is the gradient of the global token mean
             (loss_sum * world / global_count).backward()
             step_loss += loss_sum.detach()
             tokens += int(batch["input_ids"].size) * world
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-        lr = scheduler.get_last_lr()[0]  # the rate this step uses
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        loss = float(_all_reduce(step_loss) / global_count)
-        if rank == 0 and (step % config.log_every == 0 or step == config.steps):
-            elapsed = time.perf_counter() - started
-            _log(
-                config.out,
-                {
-                    "step": step,
-                    "loss": loss,
-                    "lr": lr,
-                    "grad_norm": float(norm),
-                    "tokens_per_s": tokens / elapsed if elapsed > 0 else 0.0,
-                    "epoch": loader.epoch,
-                    "batches_consumed": loader.batches_consumed,
-                },
-            )
-        if rank == 0 and (step % config.checkpoint_every == 0 or step == config.steps):
-            _save(config.out, step, model, optimizer, scheduler, loader, config)
-        _barrier()
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip)
+        lr = float(self.scheduler.get_last_lr()[0])  # the rate this step uses
+        self.optimizer.step()
+        self.scheduler.step()
+        return float(_all_reduce(step_loss) / global_count), norm, lr, tokens
 
 
 def _topology() -> tuple[int, int]:
