@@ -92,6 +92,24 @@ def rederive_runs(
     `go_harness parse` reads to the end."""
     harness = harness or go_build.ensure_harness()[0]
     parsed = {trace["run_index"]: parse_stored_trace(trace, harness, max_events=max_events) for trace in trace_rows}
+    summaries, ids = _program_ids(run_rows, parsed)
+    rows = []
+    for row in run_rows:
+        source = parsed.get(row["run_index"])
+        if source is None:
+            # Already program-canonical: old ids map to paths, paths to the new ids.
+            events, goroutines = renumber(row["events"], row["goroutines"], ids)
+            rows.append(
+                {**row, "events": events, "goroutines": goroutines, "leaked": renumber_leaked(row["leaked"], ids)}
+            )
+        else:
+            rows.append(_rederived(row, source, summaries[row["run_index"]], ids))
+    return rows
+
+
+def _program_ids(run_rows: list[dict], parsed: dict[int, dict]) -> tuple[dict[int, list | None], dict]:
+    """The goroutine summaries each re-parsed run keeps (a truncated run's stored ones, else None: the
+    parse's), and the program-wide goroutine ids over every run's paths."""
     summaries = {}
     gpaths = set()
     for row in run_rows:
@@ -102,40 +120,34 @@ def rederive_runs(
         summaries[row["run_index"]] = row["goroutines"] if source["truncated"] else None
         gpaths |= {e["gpath"] for e in source["events"]}
         gpaths |= {g["gpath"] for g in summaries[row["run_index"]] or source["goroutines"]}
-    ids = canonical_ids(gpaths)
-    rows = []
-    for row in run_rows:
-        source = parsed.get(row["run_index"])
-        if source is None:
-            # Already program-canonical: old ids map to paths, paths to the new ids.
-            events, goroutines = renumber(row["events"], row["goroutines"], ids)
-            rows.append(
-                {**row, "events": events, "goroutines": goroutines, "leaked": renumber_leaked(row["leaked"], ids)}
-            )
-            continue
-        events, goroutines = renumber(source["events"], source["goroutines"], ids)
-        if summaries[row["run_index"]] is not None:
-            goroutines = renumber([], summaries[row["run_index"]], ids)[1]
-        updated = {
+    return summaries, canonical_ids(gpaths)
+
+
+def _rederived(row: dict, source: dict, summary: list | None, ids: dict) -> dict:
+    """A run's row with the events, goroutines, truncation and trace error `go_harness parse` gave (`summary`:
+    the stored goroutine summaries it keeps), renumbered with the program's ids, and `complete` again."""
+    events, goroutines = renumber(source["events"], source["goroutines"], ids)
+    if summary is not None:
+        goroutines = renumber([], summary, ids)[1]
+    updated = {
+        **row,
+        "events": events,
+        "goroutines": goroutines,
+        "leaked": renumber_leaked(row["leaked"], ids),
+        "generations": source["generations"],
+        "n_events": len(events),
+        "truncated": source["truncated"],
+        "trace_error": source["trace_error"] or None,
+    }
+    updated["complete"] = is_complete(
+        {
             **row,
-            "events": events,
-            "goroutines": goroutines,
-            "leaked": renumber_leaked(row["leaked"], ids),
+            "truncated": updated["truncated"],
+            "trace_error": source["trace_error"],
             "generations": source["generations"],
-            "n_events": len(events),
-            "truncated": source["truncated"],
-            "trace_error": source["trace_error"] or None,
+            "trace_file": "stored",
+            "stderr_tail": row["stderr_tail"] or "",
+            "stdout_tail": row["stdout_tail"] or "",
         }
-        updated["complete"] = is_complete(
-            {
-                **row,
-                "truncated": updated["truncated"],
-                "trace_error": source["trace_error"],
-                "generations": source["generations"],
-                "trace_file": "stored",
-                "stderr_tail": row["stderr_tail"] or "",
-                "stdout_tail": row["stdout_tail"] or "",
-            }
-        )
-        rows.append(updated)
-    return rows
+    )
+    return updated

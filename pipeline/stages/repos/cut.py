@@ -213,35 +213,38 @@ class EntryCutter:
             self.n_rows += 1
             self.n_events += len(events)
             self.batch_events += len(events)
-            self.batch.append(
-                {
-                    "trace_id": trace_id,
-                    "source_id": f"{self.spec.name}@{self.checkout.commit}:{entry['path']}:{entry['qualname']}",
-                    "source_kind": "repo",
-                    "repo_url": self.checkout.url,
-                    "commit": self.checkout.commit,
-                    "path": entry["path"],
-                    "qualname": entry["qualname"],
-                    "test_id": test.nodeid,
-                    "code": code,
-                    "input": entry["input"],
-                    "python_version": python,
-                    "tracer_version": version,
-                    "exit": entry["exit"],
-                    "truncated": entry["truncated"],
-                    "truncation_reason": entry["reason"] if entry["truncated"] else None,
-                    "n_events": len(events),
-                    "n_capped_values": entry.get("capped", 0),
-                    "events": events,
-                    "repr_mode": self.repr_mode,
-                    "perturbed": perturbed,
-                }
-            )
+            self.batch.append(self._row(test.nodeid, entry, trace_id, code, events, (python, version), perturbed))
             if self.emit is not None and (len(self.batch) >= BATCH_ROWS or self.batch_events >= BATCH_EVENTS):
                 self._clock(start)
                 self._flush(self.emit)  # sampling and writing: their own stages' time, and not the trace's
                 start = time.perf_counter()
         self._clock(start)
+
+    def _row(self, test_id, entry, trace_id, code, events, versions: tuple[str, str], perturbed) -> dict:
+        """The `traces` row of an entry cut from test `test_id` (`versions`: the run's Python and tracer)."""
+        python, version = versions
+        return {
+            "trace_id": trace_id,
+            "source_id": f"{self.spec.name}@{self.checkout.commit}:{entry['path']}:{entry['qualname']}",
+            "source_kind": "repo",
+            "repo_url": self.checkout.url,
+            "commit": self.checkout.commit,
+            "path": entry["path"],
+            "qualname": entry["qualname"],
+            "test_id": test_id,
+            "code": code,
+            "input": entry["input"],
+            "python_version": python,
+            "tracer_version": version,
+            "exit": entry["exit"],
+            "truncated": entry["truncated"],
+            "truncation_reason": entry["reason"] if entry["truncated"] else None,
+            "n_events": len(events),
+            "n_capped_values": entry.get("capped", 0),
+            "events": events,
+            "repr_mode": self.repr_mode,
+            "perturbed": perturbed,
+        }
 
     def _clock(self, start: float) -> None:
         elapsed = time.perf_counter() - start
