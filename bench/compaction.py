@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.engine.compaction.commit import compact  # noqa: E402
 from pipeline.engine.compaction.settings import CompactionSettings  # noqa: E402
-from pipeline.engine.dataset import UnitRecord, open_root, write_manifest  # noqa: E402
+from pipeline.engine.dataset import UnitRecord, write_manifest  # noqa: E402
 from pipeline.engine.executor import UnitSink  # noqa: E402
 from pipeline.engine.orchestrate import start_ray  # noqa: E402
+from pipeline.engine.reader import open_root  # noqa: E402
 
 WORDS = ["total", "items", "x", "y", "acc", "result", "node", "i", "j", "key", "value", "seen", "stack"]
 

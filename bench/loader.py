@@ -18,8 +18,7 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.engine.dataset import open_root, read_manifest, table_shards
-from pipeline.engine.versions import shard_file
+from pipeline.engine.reader import open_dataset, shard_file
 from pipeline.loader import PackedLoader
 
 PARAMETERS = 1e9
@@ -28,10 +27,8 @@ PEAK_BF16_FLOPS = 989e12  # H100 SXM and H200: dense bf16 tensor-core peak
 
 
 def shard_paths(packed: str) -> list[str]:
-    fs, root = open_root(packed)
-    manifest = read_manifest(fs, root)
-    assert manifest is not None, f"{packed} holds no dataset"
-    return [shard_file(root, shard["path"]) for shard in table_shards(fs, root, manifest, "packed")]
+    dataset = open_dataset(packed, "pack one first")
+    return [shard_file(dataset.root, path) for path in dataset.paths("packed")]
 
 
 def packed_loader(packed: str, batch: int, cache: int) -> int:

@@ -39,8 +39,9 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.engine.dataset import UnitRecord, open_root, write_manifest, write_unit_record  # noqa: E402
+from pipeline.engine.dataset import UnitRecord, write_manifest, write_unit_record  # noqa: E402
 from pipeline.engine.executor import UnitSink  # noqa: E402
+from pipeline.engine.reader import open_root  # noqa: E402
 from pipeline.stages.go.next_event import next_event_rows  # noqa: E402
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage  # noqa: E402
 from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, write_merged_shard  # noqa: E402

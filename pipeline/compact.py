@@ -14,15 +14,8 @@ import pyarrow.fs as pafs
 from pipeline.engine.compaction.commit import compact_and_commit
 from pipeline.engine.compaction.files import group_of
 from pipeline.engine.compaction.settings import MODES, CompactionSettings
-from pipeline.engine.dataset import (
-    UnitRecord,
-    open_root,
-    read_manifest,
-    read_text,
-    table_shards,
-    write_manifest,
-)
-from pipeline.engine.versions import VERSIONS
+from pipeline.engine.dataset import UnitRecord, write_manifest
+from pipeline.engine.reader import VERSIONS, open_root, read_manifest, read_text, table_shards
 
 MB = 1 << 20
 

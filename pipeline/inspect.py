@@ -6,26 +6,35 @@ from collections import Counter
 from collections.abc import Iterator
 
 import polars as pl
-import pyarrow.parquet as pq
+import pyarrow.fs as pafs
 
 from pipeline.debugger.report import TrajectoryReport
-from pipeline.engine.dataset import open_root, read_manifest, shard_count, table_shards
-from pipeline.engine.versions import resolve_dataset, shard_file, version_lines
+from pipeline.engine.reader import (
+    Dataset,
+    committed_versions,
+    log_entry,
+    open_dataset,
+    open_root,
+    shard_count,
+    shard_file,
+    shard_row_groups,
+)
 from schemas.fields import named_pairs
+
+
+def _open(out: str) -> Dataset:
+    return open_dataset(out, f"run a tracegen job with --out {out}")
 
 
 def load_table(out: str, table: str) -> pl.DataFrame | None:
     """All shards of `table` listed in the manifest (never a directory listing), or None if empty."""
-    fs, root = open_root(resolve_dataset(out))
-    manifest = read_manifest(fs, root)
-    if manifest is None:
-        raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
-    shards = table_shards(fs, root, manifest, table)
-    if not shards:
+    dataset = _open(out)
+    paths = dataset.paths(table)
+    if not paths:
         return None
     frames = []
-    for shard in shards:
-        with fs.open_input_file(shard_file(root, shard["path"])) as source:
+    for path in paths:
+        with dataset.open(path) as source:
             frames.append(pl.read_parquet(source))
     return pl.concat(frames)
 
@@ -33,15 +42,11 @@ def load_table(out: str, table: str) -> pl.DataFrame | None:
 def row_groups(out: str, table: str, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
     """`table`'s rows one Parquet row group at a time (shards in manifest order), for reports that must not
     hold a large table at once."""
-    fs, root = open_root(resolve_dataset(out))
-    manifest = read_manifest(fs, root) or {}
-    for shard in table_shards(fs, root, manifest, table):
-        with fs.open_input_file(shard_file(root, shard["path"])) as source:
-            parquet = pq.ParquetFile(source)
-            for group in range(parquet.num_row_groups):
-                frame = pl.from_arrow(parquet.read_row_group(group, columns=columns))
-                assert isinstance(frame, pl.DataFrame)
-                yield frame
+    dataset = _open(out)
+    for group in shard_row_groups(dataset.uri, dataset.paths(table), columns):
+        frame = pl.from_arrow(group)
+        assert isinstance(frame, pl.DataFrame)
+        yield frame
 
 
 def counts(frame: pl.DataFrame, *columns: str) -> list[tuple]:
@@ -52,16 +57,13 @@ def counts(frame: pl.DataFrame, *columns: str) -> list[tuple]:
 def summarize(out: str, *, examples: int = 1) -> str:
     """A human-readable report: tables, exits, failures by reason, events, one decoded trace. `out` is a
     dataset directory, or a versioned root (its versions are listed; the latest is summarised)."""
-    fs, root = open_root(resolve_dataset(out))
-    manifest = read_manifest(fs, root)
-    if manifest is None:
-        raise ValueError(f"{out!r} holds no dataset (no manifest.json); run a tracegen job with --out {out}")
+    dataset = _open(out)
+    manifest, root = dataset.manifest, dataset.root
     lines = [
         f"dataset {out}  (config {manifest['config_hash']}, code {manifest['code_version']}, "
         f"created {manifest['created']})",
     ]
-    versioned_fs, versioned_root = open_root(out)
-    versions = version_lines(versioned_fs, versioned_root)
+    versions = _version_lines(*open_root(out))
     if versions:
         lines += ["", f"versions (latest: {root}):", *versions]
     lines += ["", "tables:"]
@@ -70,7 +72,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
         if table["rows"]:
             lines.append(
                 f"  {name:<14} {table['rows']:>8} rows  {shard_count(table):>4} shards  "
-                f"{table['bytes'] / 1e6:>8.2f} MB  {_shard_dirs(root, table_shards(fs, root, manifest, name))}"
+                f"{table['bytes'] / 1e6:>8.2f} MB  {_shard_dirs(root, dataset.shards(name))}"
             )
     if empty:
         lines.append(f"  (no rows: {', '.join(empty)})")
@@ -117,6 +119,20 @@ def summarize(out: str, *, examples: int = 1) -> str:
                 f"{values['seconds']:>8.2f}s  dropped: {dropped}"
             )
     return "\n".join(lines)
+
+
+def _version_lines(fs: pafs.FileSystem, root: str) -> list[str]:
+    """One line per committed version of the versioned root `root`: number, created, what it added/dropped."""
+    lines = []
+    for n in committed_versions(fs, root):
+        entry = log_entry(fs, root, n) or {}
+        added = sum((entry.get("added") or {}).values())
+        dropped = sum((entry.get("dropped") or {}).values())
+        lines.append(
+            f"  {n:>4}  {entry.get('created', '?'):<25}  units {entry.get('units_run', 0)} run, "
+            f"{entry.get('units_reused', 0)} reused  rows +{added} -{dropped}"
+        )
+    return lines
 
 
 def _shard_dirs(root: str, shards: list[dict]) -> str:

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import open_root, read_manifest, shard_count
-from pipeline.engine.versions import committed_versions, log_entry, resolve_dataset
+from pipeline.engine.reader import committed_versions, log_entry, open_dataset, shard_count
 from pipeline.inspect import counts, load_table, summarize
 
 SUMMARY_KEYS = ("version", "previous", "units_run", "units_reused", "units_dropped", "added", "dropped", "failed_units")
@@ -121,11 +120,8 @@ def write_report(uri: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    version_uri = resolve_dataset(uri)
-    fs, root = open_root(version_uri)
-    manifest = read_manifest(fs, root)
-    if manifest is None:
-        raise ValueError(f"{uri!r} holds no dataset (no manifest.json); give a versioned root or a dataset directory")
+    dataset = open_dataset(uri, "give a versioned root or a dataset directory")
+    version_uri, fs, root, manifest = dataset.uri, dataset.fs, dataset.root, dataset.manifest
     history = _history(fs, root, manifest)
     drawn = plots(version_uri, manifest, history)
     with tempfile.TemporaryDirectory(prefix="tracegen-report-") as scratch:

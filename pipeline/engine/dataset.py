@@ -14,41 +14,30 @@ skipped on re-run.
 
 Manifest format 2 (`tracegen-dataset/2`, schemas/manifest.md): each table holds `shard_count` and either
 `shards` (the list, inline, up to INLINE_SHARDS entries) or `shard_index` (the list as a Parquet file beside
-the manifest, with its sha256). Readers go through `table_shards`, which reads both, and format 1.
+the manifest, with its sha256). This module writes; reading (both forms, and format 1) is
+pipeline/engine/reader.py's.
 """
 
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from pipeline.engine.reader import FORMATS, MANIFEST, read_text
 from pipeline.engine.stats import merge_counters
 from pipeline.writers.parquet import ShardInfo, temporary_path
 from schemas import TABLES
 
-MANIFEST = "manifest.json"
-FORMAT = "tracegen-dataset/2"
-FORMATS = ("tracegen-dataset/1", FORMAT)  # what readers accept
+FORMAT = FORMATS[-1]  # what this module writes
 INDEX = "_index"
 INLINE_SHARDS = 1024  # a longer shard list (or refresh unit list) goes to a Parquet index beside the manifest
 SHARD_INDEX_SCHEMA = pa.schema(
     [("path", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64()), ("sha256", pa.string())]
 )
-
-
-def open_root(uri: str) -> tuple[pafs.FileSystem, str]:
-    """Resolve a local path or URI to (filesystem, root path); local paths are made absolute."""
-    if "://" not in uri:
-        import os
-
-        uri = os.path.abspath(uri)
-    fs, root = pafs.FileSystem.from_uri(uri)
-    return fs, root.rstrip("/")
 
 
 @dataclass
@@ -104,14 +93,6 @@ def write_text(fs: pafs.FileSystem, path: str, text: str) -> None:
     fs.move(temporary, path)
 
 
-def read_text(fs: pafs.FileSystem, path: str) -> str | None:
-    try:
-        with fs.open_input_stream(path) as source:
-            return source.read().decode()
-    except (FileNotFoundError, OSError):
-        return None
-
-
 def write_unit_record(fs: pafs.FileSystem, root: str, record: UnitRecord) -> None:
     fs.create_dir(f"{root}/_units", recursive=True)
     write_text(fs, unit_record_path(root, record.unit), record.to_json())
@@ -124,32 +105,6 @@ def finished_unit(fs: pafs.FileSystem, root: str, unit: int, config_hash: str) -
         return None
     record = UnitRecord.from_json(text)
     return record if record.config_hash == config_hash else None
-
-
-def read_manifest(fs: pafs.FileSystem, root: str) -> dict | None:
-    """The manifest at `root`, None when there is none; a ValueError for a format this code cannot read."""
-    text = read_text(fs, f"{root}/{MANIFEST}")
-    if text is None:
-        return None
-    manifest = json.loads(text)
-    found = manifest.get("format", FORMATS[0])
-    if found not in FORMATS:
-        raise ValueError(f"{root}/{MANIFEST} is of format {found!r}; this tracegen reads {', '.join(FORMATS)}")
-    return manifest
-
-
-def table_shards(fs: pafs.FileSystem, root: str, manifest: dict, table: str) -> list[dict]:
-    """The shards of `table` in manifest order ({path, rows, bytes, sha256}): inline, or read from the
-    table's Parquet index (checked against the sha256 the manifest records)."""
-    entry = manifest.get("tables", {}).get(table, {})
-    if "shard_index" not in entry:
-        return entry.get("shards", [])
-    return read_index(fs, root, entry["shard_index"], f"{table}'s shard index").to_pylist()
-
-
-def shard_count(entry: dict) -> int:
-    """How many shards a manifest's table entry lists (format 1 or 2)."""
-    return entry["shard_count"] if "shard_count" in entry else len(entry.get("shards", []))
 
 
 def write_index(fs: pafs.FileSystem, root: str, name: str, table: pa.Table) -> dict:
@@ -166,14 +121,6 @@ def write_index(fs: pafs.FileSystem, root: str, name: str, table: pa.Table) -> d
     return {"path": relative, "count": table.num_rows, "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def read_index(fs: pafs.FileSystem, root: str, index: dict, what: str) -> pa.Table:
-    with fs.open_input_stream(f"{root}/{index['path']}") as source:
-        data = source.read()
-    if hashlib.sha256(data).hexdigest() != index["sha256"]:
-        raise ValueError(f"{root}/{index['path']} ({what}) is not the file the manifest lists: it was replaced")
-    return pq.read_table(pa.BufferReader(data))
-
-
 def manifest_files(records: list[UnitRecord], table: str) -> list[ShardInfo]:
     """The files the units' shards of `table` lie in, each once (a compacted file holds slices of many
     units), sorted by path."""
@@ -182,43 +129,6 @@ def manifest_files(records: list[UnitRecord], table: str) -> list[ShardInfo]:
         for info in record.shards.get(table, []):
             files.setdefault(info.path, info.file())
     return [files[path] for path in sorted(files)]
-
-
-def table_rows(uri: str, table: str) -> Iterator[dict]:
-    """The rows of `table`, shard by shard in manifest order (as pyarrow's `to_pylist`: maps are lists of
-    pairs); `uri` is a dataset directory or a versioned root (its latest version); ValueError when it holds
-    no dataset."""
-    from pipeline.engine.versions import resolve_dataset, shard_file
-
-    fs, root = open_root(resolve_dataset(uri))
-    manifest = read_manifest(fs, root)
-    if manifest is None:
-        raise ValueError(f"{uri!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
-    for shard in table_shards(fs, root, manifest, table):
-        with fs.open_input_file(shard_file(root, shard["path"])) as source:
-            yield from pq.read_table(source).to_pylist()
-
-
-def shard_batches(
-    uri: str,
-    paths: Iterable[str],
-    columns: list[str] | None = None,
-    row_groups: dict[str, tuple[int, int]] | None = None,
-    batch_rows: int = 256,
-) -> Iterator[pa.RecordBatch]:
-    """The rows of the dataset at `uri`'s shards `paths` (manifest paths), `columns` only, `batch_rows` at a time
-    and in order, never a shard at once; `row_groups` limits a shard to its row groups [first, stop)."""
-    from pipeline.engine.versions import shard_file
-
-    fs, root = open_root(uri)
-    for path in paths:
-        with fs.open_input_file(shard_file(root, path)) as handle:
-            file = pq.ParquetFile(handle)
-            first, stop = (row_groups or {}).get(path, (0, file.num_row_groups))
-            if first < stop:
-                yield from file.iter_batches(
-                    batch_size=batch_rows, row_groups=list(range(first, stop)), columns=columns
-                )
 
 
 def write_manifest(

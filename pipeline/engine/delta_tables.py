@@ -37,8 +37,8 @@ from functools import cache
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import read_manifest, table_shards
-from pipeline.engine.versions import VERSIONS, committed_versions, create_exclusive, log_entry, version_dir
+from pipeline.engine.reader import VERSIONS, committed_versions, log_entry, read_manifest, table_shards, version_dir
+from pipeline.engine.versions import create_exclusive
 from schemas import TABLES, schema_of
 
 DELTA_LOG = "_delta_log"

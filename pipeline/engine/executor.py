@@ -13,8 +13,9 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from pipeline.engine.dataset import UnitRecord, finished_unit, open_root, write_unit_record
+from pipeline.engine.dataset import UnitRecord, finished_unit, write_unit_record
 from pipeline.engine.memory import unit_peak_rss
+from pipeline.engine.reader import open_root
 from pipeline.engine.stats import StageOutput
 from pipeline.writers.parquet import ROW_GROUP_BYTES, ShardInfo, TableShardWriter, remove_stale_shards
 from schemas import TABLES, schema_of

@@ -14,19 +14,12 @@ from pipeline.engine.compaction.commit import compact_and_commit
 from pipeline.engine.compaction.files import sweep_unlisted
 from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import (
-    MANIFEST,
-    UnitRecord,
-    open_root,
-    read_manifest,
-    read_text,
-    write_manifest,
-    write_text,
-)
+from pipeline.engine.dataset import UnitRecord, write_manifest, write_text
 from pipeline.engine.executor import Produce, Unit, execute_unit
 from pipeline.engine.kind import C, JobKind, Throughput
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
 from pipeline.engine.orchestrate import Progress, run_units, start_ray
+from pipeline.engine.reader import MANIFEST, open_root, read_manifest, read_text
 
 
 def code_version() -> str:

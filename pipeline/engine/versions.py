@@ -16,7 +16,9 @@ Guarantees:
   complete temporary file is hard-linked to the final name (`link` fails if it exists), so two writers
   racing on N never both succeed and no reader ever sees a partial entry. On an object store the same
   rule needs a conditional put (s3fs `open(path, "xb")`); a filesystem with neither is refused.
-- Readers take the highest committed N (never LATEST alone, never an uncommitted directory).
+- Readers take the highest committed N (never LATEST alone, never an uncommitted directory): reading the
+  log and resolving a root to its latest version is pipeline/engine/reader.py's; this module commits and
+  retains.
 - Retention keeps the last K committed versions, the one LATEST names, and every version whose shards
   a kept manifest lists; a removed version leaves the tables' Delta logs first (pipeline/engine/delta_tables.py:
   their latest versions list none of its files), then loses its log entry, then its directory.
@@ -31,54 +33,18 @@ from contextlib import contextmanager
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import MANIFEST, open_root, read_manifest, read_text, table_shards, write_text
+from pipeline.engine.dataset import write_text
+from pipeline.engine.reader import (
+    LOG,
+    committed_versions,
+    log_path,
+    read_manifest,
+    read_text,
+    table_shards,
+    version_dir,
+)
 
-LOG = "_log"
-VERSIONS = "versions"
 LATEST = "LATEST"
-
-
-def version_dir(root: str, n: int) -> str:
-    return f"{root}/{VERSIONS}/{n}"
-
-
-def log_path(root: str, n: int) -> str:
-    return f"{root}/{LOG}/{n:020d}.json"
-
-
-def committed_versions(fs: pafs.FileSystem, root: str) -> list[int]:
-    """The committed version numbers, ascending (temporary files and anything else in _log/ ignored)."""
-    infos = fs.get_file_info(pafs.FileSelector(f"{root}/{LOG}", allow_not_found=True))
-    names = [info.base_name for info in infos if info.type == pafs.FileType.File]
-    return sorted(
-        int(name[:20]) for name in names if len(name) == 25 and name.endswith(".json") and name[:20].isdigit()
-    )
-
-
-def latest_version(fs: pafs.FileSystem, root: str) -> int | None:
-    versions = committed_versions(fs, root)
-    return versions[-1] if versions else None
-
-
-def log_entry(fs: pafs.FileSystem, root: str, n: int) -> dict | None:
-    text = read_text(fs, log_path(root, n))
-    return None if text is None else json.loads(text)
-
-
-def resolve_dataset(uri: str) -> str:
-    """The dataset directory a reader should open for `uri`: `uri` itself when it holds a manifest (a job's
-    --out or an explicit ROOT/versions/N), else the latest committed version of the root `uri`; `uri`
-    unchanged when it is neither (the reader then says it holds no dataset)."""
-    fs, root = open_root(uri)
-    if fs.get_file_info(f"{root}/{MANIFEST}").type == pafs.FileType.File:
-        return uri
-    latest = latest_version(fs, root)
-    return uri if latest is None else f"{uri.rstrip('/')}/{VERSIONS}/{latest}"
-
-
-def shard_file(root: str, path: str) -> str:
-    """Where a manifest's shard path (relative to its dataset directory, possibly `../M/...`) lives."""
-    return posixpath.normpath(f"{root}/{path}")
 
 
 class CommitConflict(RuntimeError):
@@ -169,20 +135,6 @@ def retain(fs: pafs.FileSystem, root: str, keep: int) -> list[int]:
         if fs.get_file_info(version_dir(root, n)).type == pafs.FileType.Directory:
             fs.delete_dir(version_dir(root, n))
     return removed
-
-
-def version_lines(fs: pafs.FileSystem, root: str) -> list[str]:
-    """One line per committed version for `tracegen inspect ROOT`: number, created, what it added/dropped."""
-    lines = []
-    for n in committed_versions(fs, root):
-        entry = log_entry(fs, root, n) or {}
-        added = sum((entry.get("added") or {}).values())
-        dropped = sum((entry.get("dropped") or {}).values())
-        lines.append(
-            f"  {n:>4}  {entry.get('created', '?'):<25}  units {entry.get('units_run', 0)} run, "
-            f"{entry.get('units_reused', 0)} reused  rows +{added} -{dropped}"
-        )
-    return lines
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pipeline.debugger.events import Trace, TraceShapeError
 from pipeline.debugger.language import serialize, split_prompt
 from pipeline.debugger.render import plain_episode
-from pipeline.engine.dataset import table_rows
+from pipeline.engine.reader import table_rows
 
 OPTIONS: frozenset[str] = frozenset()
 

@@ -31,14 +31,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest, shard_batches, table_shards
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.reader import Dataset, open_dataset, shard_batches, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.engine.versions import resolve_dataset, shard_file
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
@@ -90,25 +88,12 @@ class PackShards:
     row_groups: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _batches(root: str, paths: tuple[str, ...], columns: list[str] | None = None, **options) -> Iterator[list[dict]]:
-    """The shards' rows as Python rows, a batch at a time (`shard_batches`)."""
-    for batch in shard_batches(root, paths, columns, **options):
-        yield batch.to_pylist()
-
-
-def _rows(root: str, paths: tuple[str, ...], columns: list[str] | None = None, **options) -> Iterator[dict]:
-    for batch in _batches(root, paths, columns, **options):
-        yield from batch
-
-
-def _row_group_bytes(root: str, paths: list[str]) -> list[list[int]]:
+def _row_group_bytes(dataset: Dataset, paths: list[str]) -> list[list[int]]:
     """Each shard's row groups' uncompressed sizes, from its footer (read concurrently: one small read each)."""
-    fs, base = open_root(root)
 
     def sizes(path: str) -> list[int]:
-        with fs.open_input_file(shard_file(base, path)) as handle:
-            metadata = pq.ParquetFile(handle).metadata
-            return [metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups)]
+        metadata = dataset.footer(path)
+        return [metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups)]
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         return list(pool.map(sizes, paths))
@@ -130,14 +115,12 @@ def _pieces(paths: tuple[str, ...], sizes: list[list[int]], limit: int) -> list[
     return pieces
 
 
-def _by_source_unit(
-    fs, root: str, manifest: dict, tables: tuple[str, ...]
-) -> dict[tuple[str, str], dict[str, list[dict]]]:
+def _by_source_unit(dataset: Dataset, tables: tuple[str, ...]) -> dict[tuple[str, str], dict[str, list[dict]]]:
     """Shards grouped by the unit, or compacted group, (and version directory) that wrote them:
     {(prefix, "UNIT" or "compact-G"): {table: shards}}."""
     grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for table in tables:
-        for shard in table_shards(fs, root, manifest, table):
+        for shard in dataset.shards(table):
             match = _SHARD.match(shard["path"])
             if match is None or match["table"] != table:
                 raise ValueError(
@@ -188,14 +171,10 @@ class PackKind(JobKind[PackConfig]):
         )
 
     def units(self, source: str, config: PackConfig) -> list[Unit]:
-        dataset = resolve_dataset(source)
-        fs, root = open_root(dataset)
-        manifest = read_manifest(fs, root)
-        if manifest is None:
-            raise ValueError(f"--data {source!r} holds no dataset (no manifest.json); give the --out of a tracegen job")
-        tokenizer = self._tokenizer(dataset, manifest, config)
-        plan = sorted(_by_source_unit(fs, root, manifest, ("trajectories", "traces")).items()) + sorted(
-            _by_source_unit(fs, root, manifest, GO_TABLES).items()
+        dataset = open_dataset(source, "give the --out of a tracegen job", "--data")
+        tokenizer = self._tokenizer(dataset, config)
+        plan = sorted(_by_source_unit(dataset, ("trajectories", "traces")).items()) + sorted(
+            _by_source_unit(dataset, GO_TABLES).items()
         )
         plan = [(key, shards) for key, shards in plan if shards.get("trajectories") or shards.get("go_next_event")]
         trajectory_paths = [shard["path"] for _, shards in plan for shard in shards.get("trajectories", [])]
@@ -211,11 +190,11 @@ class PackKind(JobKind[PackConfig]):
                 found = paths["trajectories"]
                 pieces = _pieces(found, [sizes[path] for path in found], config.unit_mb * MIB)
             if len(pieces) == 1:
-                units.append(Unit(len(units), unit_id, PackShards(dataset, paths, tokenizer.json), digest))
+                units.append(Unit(len(units), unit_id, PackShards(dataset.uri, paths, tokenizer.json), digest))
                 continue
             for k, ranges in enumerate(pieces):
                 piece = {**paths, "trajectories": tuple(ranges)}
-                payload = PackShards(dataset, piece, tokenizer.json, ranges)
+                payload = PackShards(dataset.uri, piece, tokenizer.json, ranges)
                 piece_digest = fingerprint(digest, sorted((path, list(rg)) for path, rg in ranges.items()))
                 units.append(Unit(len(units), f"{unit_id}~p{k}", payload, piece_digest))
         if not units:
@@ -223,14 +202,12 @@ class PackKind(JobKind[PackConfig]):
         return units
 
     @staticmethod
-    def _tokenizer(dataset: str, manifest: dict, config: PackConfig) -> PackTokenizer:
+    def _tokenizer(dataset: Dataset, config: PackConfig) -> PackTokenizer:
         if config.tokenizer == "bytes":
             return bytes_tokenizer()
-        fs, root = open_root(dataset)
-        paths = tuple(shard["path"] for shard in table_shards(fs, root, manifest, "trajectories"))
         texts = (
             row["text"]
-            for row in _rows(dataset, paths, ["source_id", "text"])
+            for row in shard_rows(dataset.uri, dataset.paths("trajectories"), ["source_id", "text"])
             if not is_heldout(row["source_id"], config.holdout)
         )
         return train_bpe(texts, config.vocab_size)
@@ -260,10 +237,10 @@ class PackKind(JobKind[PackConfig]):
         """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources."""
         kinds = {
             row["trace_id"]: row["source_kind"]
-            for row in _rows(payload.root, payload.shards.get("traces", ()), ["trace_id", "source_kind"])
+            for row in shard_rows(payload.root, payload.shards.get("traces", ()), ["trace_id", "source_kind"])
         }
         columns = ["trajectory_id", "trace_id", "source_id", "direction", "text"]
-        for row in _rows(payload.root, payload.shards["trajectories"], columns, row_groups=payload.row_groups):
+        for row in shard_rows(payload.root, payload.shards["trajectories"], columns, row_groups=payload.row_groups):
             if not is_heldout(row["source_id"], holdout):
                 yield Document(
                     "trajectories",
@@ -286,10 +263,10 @@ class PackKind(JobKind[PackConfig]):
         examples = GoExamples(tokenizer, config.packing.seq_len, skipped)
         needed = needed_runs(rows)
         programs = {program_id for program_id, _ in needed}
-        for program in _rows(root, shards["go_programs"]):
+        for program in shard_rows(root, shards["go_programs"]):
             if program["program_id"] in programs:
                 examples.add_program(program)
-        for run in _rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH):
+        for run in shard_rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH):
             if (run["program_id"], run["run_index"]) in needed:
                 examples.add_run(run)
         return examples.documents(rows)

@@ -15,15 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-import pyarrow.parquet as pq
-
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest, table_shards
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.reader import find_dataset, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.engine.versions import shard_file
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
@@ -59,15 +56,6 @@ class ProgramShards:
     programs: tuple[str, ...] = ()
 
 
-def _read_rows(source: str, paths: tuple[str, ...]) -> list[dict]:
-    fs, root = open_root(source)
-    rows: list[dict] = []
-    for path in paths:
-        with fs.open_input_file(shard_file(root, path)) as handle:
-            rows.extend(pq.read_table(handle).to_pylist())
-    return rows
-
-
 class RederiveKind(JobKind[RederiveConfig]):
     command = "rederive-go"
     help = "re-derive Go events and distributions from a Go dataset's stored raw traces"
@@ -86,13 +74,12 @@ class RederiveKind(JobKind[RederiveConfig]):
         go_build.ensure_harness()
 
     def units(self, source: str, config: RederiveConfig) -> list[Unit]:
-        fs, root = open_root(source)
-        manifest = read_manifest(fs, root)
-        if manifest is None or manifest.get("kind") != "go":
+        dataset = find_dataset(source)
+        if dataset is None or dataset.manifest.get("kind") != "go":
             raise ValueError(
                 f"--data {source!r} holds no Go dataset (a manifest.json of kind go); point it at the --out of trace-go"
             )
-        version = manifest["tables"].get("go_runs", {}).get("schema_version")
+        version = dataset.manifest["tables"].get("go_runs", {}).get("schema_version")
         if version != go_runs.VERSION:
             raise ValueError(
                 f"--data {source!r} holds go_runs version {version}, this tracegen writes version {go_runs.VERSION} "
@@ -101,7 +88,7 @@ class RederiveKind(JobKind[RederiveConfig]):
         tables = ("go_runs", "go_traces", "go_programs")
         by_unit: dict[str, dict[str, list[dict]]] = {}
         for table in tables:
-            for shard in table_shards(fs, root, manifest, table):
+            for shard in dataset.shards(table):
                 match = SHARD_UNIT.search(shard["path"])
                 if match is None:
                     raise ValueError(
@@ -112,16 +99,16 @@ class RederiveKind(JobKind[RederiveConfig]):
                 by_unit.setdefault(unit, {name: [] for name in tables})[table].append(shard)
         units = []
         for index, (unit, shards) in enumerate(sorted(by_unit.items())):
-            payload = ProgramShards(source, *(tuple(s["path"] for s in shards[name]) for name in tables))
+            payload = ProgramShards(dataset.uri, *(tuple(s["path"] for s in shards[name]) for name in tables))
             digest = fingerprint([s["sha256"] for name in tables for s in shards[name]])
             units.append(Unit(index, f"rederive-{unit}", payload, digest))
         return units
 
     def produce(self, payload: ProgramShards, unit_id: str, config: RederiveConfig, sink: UnitSink) -> StageOutput:
-        runs, traces = _read_rows(payload.source, payload.runs), _read_rows(payload.source, payload.traces)
+        runs, traces = list(shard_rows(payload.source, payload.runs)), list(shard_rows(payload.source, payload.traces))
         counters = StageCounters("go_runs")
         counters.n_in = len(runs)
-        programs = _read_rows(payload.source, payload.programs)
+        programs = list(shard_rows(payload.source, payload.programs))
         output = StageOutput(
             {"go_runs": [], "go_traces": traces, "go_programs": programs, "failures": []}, {"go_runs": counters}
         )

@@ -11,14 +11,11 @@ import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import pyarrow.parquet as pq
-
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import open_root, read_manifest, shard_batches, table_shards
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
+from pipeline.engine.reader import open_dataset, shard_batches
 from pipeline.engine.stats import StageOutput
-from pipeline.engine.versions import shard_file
 from pipeline.kinds.options import add_sampling_arguments, sampling_from
 from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
 
@@ -63,21 +60,15 @@ class ResampleKind(JobKind[ResampleConfig]):
         return args.traces, ResampleConfig(sampling=sampling_from(args))
 
     def units(self, source: str, config: ResampleConfig) -> list[Unit]:
-        fs, root = open_root(source)
-        manifest = read_manifest(fs, root)
-        if manifest is None:
-            raise ValueError(
-                f"--traces {source!r} holds no dataset (no manifest.json); point it at the --out of a tracing job"
-            )
+        dataset = open_dataset(source, "point it at the --out of a tracing job", "--traces")
         pieces: list[tuple[TracesShard, str]] = []
-        for shard in table_shards(fs, root, manifest, "traces"):
+        for shard in dataset.shards("traces"):
             if shard["bytes"] <= SPLIT_BYTES:
-                pieces.append((TracesShard(source, shard["path"]), fingerprint(shard["sha256"])))
+                pieces.append((TracesShard(dataset.uri, shard["path"]), fingerprint(shard["sha256"])))
                 continue
-            with fs.open_input_file(shard_file(root, shard["path"])) as handle:
-                groups = pq.ParquetFile(handle).metadata.num_row_groups
+            groups = dataset.footer(shard["path"]).num_row_groups
             pieces += [
-                (TracesShard(source, shard["path"], group), fingerprint(shard["sha256"], group))
+                (TracesShard(dataset.uri, shard["path"], group), fingerprint(shard["sha256"], group))
                 for group in range(groups)
             ]
         return [Unit(index, f"resample-{index:05d}", payload, digest) for index, (payload, digest) in enumerate(pieces)]

@@ -17,8 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.engine.dataset import open_root, read_manifest, read_text, table_shards
-from pipeline.engine.versions import resolve_dataset, shard_file
+from pipeline.engine.reader import find_dataset, open_root, read_text, shard_file
 from pipeline.loader.tokenizer import TOKENIZER_FILE, PackTokenizer
 from schemas.go_next_event import OUTCOMES
 
@@ -51,14 +50,13 @@ class PackedShards:
     """The packed dataset at `uri`: its sample count, groups, fingerprints, tokenizer, and `row(index)`."""
 
     def __init__(self, uri: str, cache_row_groups: int = 64):
-        self.uri = resolve_dataset(uri)
-        fs, self.root = open_root(self.uri)
-        manifest = read_manifest(fs, self.root)
-        if manifest is None or manifest.get("kind") != "pack":
+        dataset = find_dataset(uri)
+        if dataset is None or dataset.manifest.get("kind") != "pack":
             raise ValueError(f"{uri!r} holds no packed dataset (a manifest.json of kind pack); run tracegen pack")
+        self.uri, self.root, manifest = dataset.uri, dataset.root, dataset.manifest
         self.seq_len = int(manifest["config"]["packing"]["seq_len"])
         self.tokenizer_fingerprint = manifest.get("files", {}).get(TOKENIZER_FILE, "")
-        listed_shards = table_shards(fs, self.root, manifest, "packed")
+        listed_shards = dataset.shards("packed")
         self.shards = [shard["path"] for shard in listed_shards]
         rows = [int(shard["rows"]) for shard in listed_shards]
         self.starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, State, parse, parse_state
-from pipeline.engine.dataset import open_root, read_manifest, table_rows
+from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import PackTokenizer
@@ -85,7 +85,8 @@ class Model:
         self.network.load_state_dict(state["model"])
         self.data = state["config"]["data"]
         self.tokenizer = load_tokenizer(self.data)
-        self.holdout = float(read_manifest(*open_root(self.data))["config"].get("holdout", 0.0))  # type: ignore[index]
+        packed = open_dataset(self.data, "run tracegen pack")
+        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
         self.device = device
         specials = self.tokenizer.special_ids
         self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}

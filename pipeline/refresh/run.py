@@ -25,29 +25,14 @@ import pyarrow as pa
 from pipeline.engine.compaction.commit import compact_and_commit
 from pipeline.engine.compaction.plan import finish_pending
 from pipeline.engine.compaction.settings import CompactionSettings
-from pipeline.engine.dataset import (
-    INLINE_SHARDS,
-    UnitRecord,
-    open_root,
-    read_index,
-    read_manifest,
-    write_index,
-    write_manifest,
-)
+from pipeline.engine.dataset import INLINE_SHARDS, UnitRecord, write_index, write_manifest
 from pipeline.engine.delta_tables import sync_logs
 from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
 from pipeline.engine.orchestrate import Progress, map_tasks, run_units, start_ray
-from pipeline.engine.versions import (
-    VERSIONS,
-    commit_version,
-    latest_version,
-    refresh_lock,
-    retain,
-    version_dir,
-    write_latest,
-)
+from pipeline.engine.reader import VERSIONS, latest_version, open_root, read_index, read_manifest, version_dir
+from pipeline.engine.versions import commit_version, refresh_lock, retain, write_latest
 from pipeline.kinds import kind_named
 from pipeline.refresh.plan import PlannedUnit, RefreshConfigs, plan
 from pipeline.refresh.sources import Sources, read_sources

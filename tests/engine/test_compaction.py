@@ -28,9 +28,10 @@ from pipeline.engine.compaction import plan as plan_protocol
 from pipeline.engine.compaction.group_task import write_group
 from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import INLINE_SHARDS, open_root, read_manifest, table_rows, table_shards
+from pipeline.engine.dataset import INLINE_SHARDS
 from pipeline.engine.executor import Unit, execute_unit, fingerprint
 from pipeline.engine.failures import failure_row
+from pipeline.engine.reader import open_root, read_manifest, table_rows, table_shards
 from pipeline.engine.stats import StageOutput
 
 UNITS = 40

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from pipeline.engine.dataset import open_root, write_text
+from pipeline.engine.dataset import write_text
 from pipeline.engine.delta_tables import DELTA_LOG, sync_logs
-from pipeline.engine.versions import commit_version, retain, version_dir, write_latest
+from pipeline.engine.reader import open_root, version_dir
+from pipeline.engine.versions import commit_version, retain, write_latest
 from schemas import TABLES, schema_of
 
 VERSIONS = {  # version -> failures files its manifest lists (path relative to the version, rows)

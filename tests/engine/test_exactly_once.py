@@ -16,9 +16,10 @@ import pytest
 import pipeline.engine.executor as executor
 import pipeline.engine.job as job
 from pipeline.engine.config import KindConfig
-from pipeline.engine.dataset import finished_unit, open_root, read_manifest
+from pipeline.engine.dataset import finished_unit
 from pipeline.engine.executor import Unit, execute_unit, fingerprint
 from pipeline.engine.failures import failure_row
+from pipeline.engine.reader import open_root, read_manifest
 from pipeline.engine.stats import StageOutput
 
 

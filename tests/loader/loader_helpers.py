@@ -1,7 +1,7 @@
 """Helpers of the loader tests: run the packing job; read a packed dataset back as its documents' pieces."""
 
-from pipeline.engine.dataset import table_rows
 from pipeline.engine.job import run_job
+from pipeline.engine.reader import table_rows
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.stages.pack.packing import PackSettings
 

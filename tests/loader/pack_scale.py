@@ -17,7 +17,8 @@ import sys
 
 import pyarrow as pa
 
-from pipeline.engine.dataset import UnitRecord, open_root, write_manifest
+from pipeline.engine.dataset import UnitRecord, write_manifest
+from pipeline.engine.reader import open_root
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.writers.parquet import write_merged_shard
 from schemas import schema_of

@@ -14,8 +14,8 @@ from loader_helpers import pack
 
 from pipeline.compact import compact_dataset
 from pipeline.engine.compaction.settings import CompactionSettings
-from pipeline.engine.dataset import open_root, read_manifest, table_rows, table_shards
 from pipeline.engine.job import run_job
+from pipeline.engine.reader import open_root, read_manifest, table_rows, table_shards
 from pipeline.inspect import summarize
 from pipeline.kinds.rederive import RederiveConfig, RederiveKind
 from pipeline.kinds.resample import ResampleConfig, ResampleKind

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pipeline.engine.dataset import table_rows
+from pipeline.engine.reader import table_rows
 from pipeline.loader import PackedLoader, load_tokenizer
 from pipeline.stages.pack.go_examples import GO_NEXT, GO_PROGRAM, OUTCOME_TOKENS
 from schemas.go_next_event import OUTCOMES

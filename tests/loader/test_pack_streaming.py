@@ -17,7 +17,7 @@ from pathlib import Path
 import pack_scale
 import pytest
 
-from pipeline.engine.dataset import open_root, read_manifest, table_rows, table_shards
+from pipeline.engine.reader import open_root, read_manifest, table_rows, table_shards
 from pipeline.kinds.pack import PackConfig
 from pipeline.loader import load_tokenizer
 

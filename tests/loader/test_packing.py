@@ -8,7 +8,7 @@ import pytest
 from loader_helpers import document_pieces, pack
 
 from pipeline.debugger.language import ACTIONS, ENDS, EVENT_TOKENS, FRAME_SEP, TRACE_END, parse
-from pipeline.engine.dataset import table_rows
+from pipeline.engine.reader import table_rows
 from pipeline.loader import load_tokenizer
 
 STATE_STARTS = (*EVENT_TOKENS.values(), *ENDS.values())

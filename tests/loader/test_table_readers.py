@@ -4,8 +4,7 @@ import polars as pl
 import pyarrow.dataset as pads
 import pytest
 
-from pipeline.engine.dataset import read_manifest
-from pipeline.engine.versions import shard_file
+from pipeline.engine.reader import read_manifest, shard_file
 from schemas import TABLES
 
 datasets = pytest.importorskip("datasets")

@@ -5,8 +5,8 @@ import os
 
 from go_helpers import requires_go
 
-from pipeline.engine.dataset import table_rows
 from pipeline.engine.job import run_job
+from pipeline.engine.reader import table_rows
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.config import TrainConfig
 from pipeline.pretrain.evaluate import evaluate

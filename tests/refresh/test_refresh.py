@@ -19,7 +19,7 @@ import repo_fixtures as fixtures
 from go_helpers import EXAMPLES as GO_EXAMPLES
 from go_helpers import requires_go
 
-from pipeline.engine.dataset import table_rows
+from pipeline.engine.reader import table_rows
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.repos import ReposConfig

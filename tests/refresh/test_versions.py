@@ -7,16 +7,9 @@ import multiprocessing
 import pyarrow.fs as pafs
 import pytest
 
-from pipeline.engine.dataset import open_root, write_text
-from pipeline.engine.versions import (
-    CommitConflict,
-    commit_version,
-    committed_versions,
-    resolve_dataset,
-    retain,
-    version_dir,
-    write_latest,
-)
+from pipeline.engine.dataset import write_text
+from pipeline.engine.reader import committed_versions, open_root, resolve_dataset, version_dir
+from pipeline.engine.versions import CommitConflict, commit_version, retain, write_latest
 
 
 def _try_commit(root: str, n: int, barrier) -> bool:

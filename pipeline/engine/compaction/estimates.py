@@ -1,6 +1,5 @@
 """How large a unit's shards will be once merged: the planner's size of each candidate, per table."""
 
-import posixpath
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -8,6 +7,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.engine.dataset import UnitRecord
+from pipeline.engine.reader import read_shard
 from pipeline.writers.parquet import ShardInfo
 from schemas import TABLES
 
@@ -35,8 +35,7 @@ def merge_ratios(
             continue
         parts = []
         for info in sample:
-            with fs.open_input_file(posixpath.normpath(f"{root}/{info.path}")) as handle:
-                parts.append(pq.ParquetFile(handle).read())
+            parts.append(read_shard(fs, root, info.path))
         sink = pa.BufferOutputStream()
         pq.write_table(pa.concat_tables(parts), sink, compression="zstd", compression_level=zstd_level)
         ratios[table] = min(1.0, sink.getvalue().size / max(1, sum(info.bytes for info in sample)))

@@ -1,7 +1,6 @@
 """The Ray task that writes one compaction group: its files, its group record, its members' new records."""
 
 import json
-import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -10,7 +9,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipeline.engine.compaction.files import compacted_path, done_path, group_plan_path
-from pipeline.engine.dataset import UnitRecord, open_root, read_text, write_text, write_unit_record
+from pipeline.engine.dataset import UnitRecord, write_text, write_unit_record
+from pipeline.engine.reader import open_root, read_shard, read_text, shard_file
 from pipeline.writers.parquet import ShardInfo, write_merged_shard
 from schemas import TABLES, schema_of
 
@@ -39,10 +39,9 @@ class _RowSource:
         self.table: pa.Table | None = None
 
     def read(self, info: dict) -> pa.Table:
-        path = posixpath.normpath(f"{self.root}/{info['path']}")
         if "offset" not in info:
-            with self.fs.open_input_file(path) as handle:
-                return pq.ParquetFile(handle).read()  # a third cheaper than read_table on small files
+            return read_shard(self.fs, self.root, info["path"])
+        path = shard_file(self.root, info["path"])
         if path != self.path:
             self.path = path
             self.file = pq.ParquetFile(self.fs.open_input_file(path))

@@ -13,8 +13,9 @@ from pipeline.engine.compaction.files import DIRECTORY, PLAN, compacted_path, de
 from pipeline.engine.compaction.group_task import member_slices
 from pipeline.engine.compaction.groups import classify, next_group, plan_groups
 from pipeline.engine.compaction.settings import CompactionSettings
-from pipeline.engine.dataset import UnitRecord, read_text, write_text
+from pipeline.engine.dataset import UnitRecord, write_text
 from pipeline.engine.executor import fingerprint
+from pipeline.engine.reader import read_text
 from schemas import TABLES
 
 PLAN_FORMAT = "tracegen-compaction/1"
