@@ -16,11 +16,17 @@ Manifest format 2 (`tracegen-dataset/2`, schemas/manifest.md): each table holds 
 `shards` (the list, inline, up to INLINE_SHARDS entries) or `shard_index` (the list as a Parquet file beside
 the manifest, with its sha256). This module writes; reading (both forms, and format 1) is
 pipeline/engine/reader.py's.
+
+Small files are written one of two ways: `write_text` replaces (a temporary name, then a rename);
+`create_exclusive` creates a file only if it is absent, whole or not at all (the commit rule of a version's log
+entry and of a table's Delta commit: pipeline/engine/versions.py, pipeline/engine/delta_tables.py).
 """
 
 import datetime as dt
 import hashlib
 import json
+import os
+import posixpath
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -91,6 +97,43 @@ def write_text(fs: pafs.FileSystem, path: str, text: str) -> None:
     with fs.open_output_stream(temporary) as sink:
         sink.write(text.encode())
     fs.move(temporary, path)
+
+
+def create_exclusive(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Create `path` holding `data`, whole or not at all; FileExistsError if it exists already. Locally a
+    complete temporary file is hard-linked to `path`; on an object store, a conditional put."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        directory, name = posixpath.split(path)
+        temporary = f"{directory}/.{name.removesuffix('.json')}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+        return
+    _conditional_put(fs, path, data)
+
+
+def _conditional_put(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """An object store: a create-exclusive put through fsspec (e.g. s3fs, which supports mode "xb")."""
+    try:
+        import fsspec  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        raise ValueError(
+            f"publishing versions on {fs.type_name!r} needs a conditional put: install fsspec with a client "
+            f"that supports mode 'xb' (s3fs >= 2024.12), or use a local root"
+        ) from None
+    target = fsspec.filesystem(fs.type_name)
+    try:
+        with target.open(path, "xb") as handle:
+            handle.write(data)
+    except (NotImplementedError, ValueError) as error:
+        raise ValueError(
+            f"{fs.type_name!r} has no conditional put ({error}); versions cannot be published there"
+        ) from error
 
 
 def write_unit_record(fs: pafs.FileSystem, root: str, record: UnitRecord) -> None:

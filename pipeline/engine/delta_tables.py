@@ -17,7 +17,7 @@ Spark and Ray Data read exactly version N.
 Rules:
 - The version's log entry (`_log/`) stays the commit point, across tables; the Delta commits follow it.
   `sync_logs` writes every one that is missing, in order, so a crash between the two is repaired by the next
-  commit or refresh. A Delta commit is created exclusively (versions.create_exclusive) and its bytes follow
+  commit or refresh. A Delta commit is created exclusively (dataset.create_exclusive) and its bytes follow
   from the manifests alone, so two writers never disagree.
 - Retention removes a version's files only once no table's latest Delta version lists them (`release`);
   the Delta versions that did list them then fail to read, as after Delta's VACUUM.
@@ -37,8 +37,8 @@ from functools import cache
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pipeline.engine.dataset import create_exclusive
 from pipeline.engine.reader import VERSIONS, committed_versions, log_entry, read_manifest, table_shards, version_dir
-from pipeline.engine.versions import create_exclusive
 from schemas import TABLES, schema_of
 
 DELTA_LOG = "_delta_log"

@@ -27,13 +27,13 @@ Guarantees:
 import fcntl
 import json
 import os
-import posixpath
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pyarrow.fs as pafs
 
-from pipeline.engine.dataset import write_text
+from pipeline.engine.dataset import create_exclusive, write_text
+from pipeline.engine.delta_tables import release
 from pipeline.engine.reader import (
     LOG,
     committed_versions,
@@ -58,43 +58,6 @@ def commit_version(fs: pafs.FileSystem, root: str, n: int, entry: dict) -> None:
         create_exclusive(fs, log_path(root, n), json.dumps(entry, indent=2, sort_keys=True).encode())
     except FileExistsError:
         raise CommitConflict(f"version {n} was committed by another writer") from None
-
-
-def create_exclusive(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    """Create `path` holding `data`, whole or not at all; FileExistsError if it exists already. Locally a
-    complete temporary file is hard-linked to `path`; on an object store, a conditional put."""
-    if isinstance(fs, pafs.LocalFileSystem):
-        directory, name = posixpath.split(path)
-        temporary = f"{directory}/.{name.removesuffix('.json')}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, path)
-        finally:
-            os.unlink(temporary)
-        return
-    _conditional_put(fs, path, data)
-
-
-def _conditional_put(fs: pafs.FileSystem, path: str, data: bytes) -> None:
-    """An object store: a create-exclusive put through fsspec (e.g. s3fs, which supports mode "xb")."""
-    try:
-        import fsspec  # pyright: ignore[reportMissingImports]
-    except ImportError:
-        raise ValueError(
-            f"publishing versions on {fs.type_name!r} needs a conditional put: install fsspec with a client "
-            f"that supports mode 'xb' (s3fs >= 2024.12), or use a local root"
-        ) from None
-    target = fsspec.filesystem(fs.type_name)
-    try:
-        with target.open(path, "xb") as handle:
-            handle.write(data)
-    except (NotImplementedError, ValueError) as error:
-        raise ValueError(
-            f"{fs.type_name!r} has no conditional put ({error}); versions cannot be published there"
-        ) from error
 
 
 def write_latest(fs: pafs.FileSystem, root: str, n: int) -> None:
@@ -127,8 +90,6 @@ def retain(fs: pafs.FileSystem, root: str, keep: int) -> list[int]:
         manifest = read_manifest(fs, version_dir(root, n))
         kept |= referenced_versions(fs, version_dir(root, n), manifest or {})
     removed = [n for n in versions if n not in kept]
-    from pipeline.engine.delta_tables import release  # it reads versions through this module
-
     release(fs, root, removed)  # the tables' Delta logs first: their latest versions list none of these files
     for n in removed:
         fs.delete_file(log_path(root, n))  # un-commit first: no reader picks a version being deleted
