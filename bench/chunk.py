@@ -11,7 +11,7 @@ import time
 
 sys.path.insert(0, sys.argv[1])
 from pipeline.sandbox import make_sandbox  # noqa: E402
-from pipeline.sources.functions import read_function_records  # noqa: E402
+from pipeline.sources.function_records import read_function_records  # noqa: E402
 from pipeline.stages.trace_functions import TraceSettings, trace_functions  # noqa: E402
 
 records, _ = read_function_records(sys.argv[1] + "/examples/functions.jsonl")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.engine.job import run_job  # noqa: E402
 from pipeline.kinds.go import GoConfig, GoKind  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
-from pipeline.sources.go import GoProgram, discover_programs  # noqa: E402
+from pipeline.sources.go_programs import GoProgram, discover_programs  # noqa: E402
 from pipeline.stages.go.next_event import next_event_rows  # noqa: E402
 from pipeline.stages.go.runs import GoSettings, GoTools, trace_program  # noqa: E402
 

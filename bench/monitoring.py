@@ -140,9 +140,9 @@ def suite_runs(python, cases, repeat, pip_cache, only=("host", "settrace", "moni
     from pipeline.sandbox import make_sandbox
     from pipeline.sandbox.interpreters import describe
     from pipeline.sources.git_cache import GitCache
-    from pipeline.sources.repos import RepoSpec
+    from pipeline.sources.repo_manifest import RepoSpec
     from pipeline.stages.repos.install import install_repo
-    from pipeline.stages.repos.run import RepoTraceSettings, run_suite
+    from pipeline.stages.repos.suite_run import RepoTraceSettings, run_suite
 
     work = Path(tempfile.mkdtemp(prefix="bench-monitoring-repo-"))
     results = []

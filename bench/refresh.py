@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from pipeline.engine.orchestrate import start_ray  # noqa: E402
 from pipeline.kinds.functions import FunctionsConfig  # noqa: E402
 from pipeline.refresh.plan import RefreshConfigs  # noqa: E402
-from pipeline.refresh.run import refresh  # noqa: E402
-from pipeline.report import write_report  # noqa: E402
+from pipeline.refresh.sequence import refresh  # noqa: E402
+from pipeline.version_report import write_report  # noqa: E402
 
 SHAPES = (
     "def f(x):\n    total = {a}\n    for i in range(x % {b} + 3):\n        total += i * {c}\n    return total\n",

@@ -38,11 +38,11 @@ from pipeline.engine.failures import Failures  # noqa: E402
 from pipeline.engine.stats import StageCounters  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
 from pipeline.sources.git_cache import GitCache  # noqa: E402
-from pipeline.sources.repos import RepoSpec  # noqa: E402
+from pipeline.sources.repo_manifest import RepoSpec  # noqa: E402
 from pipeline.stages.repos.cut import EntryCutter  # noqa: E402
 from pipeline.stages.repos.install import install_repo  # noqa: E402
-from pipeline.stages.repos.report import report_run  # noqa: E402
-from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
+from pipeline.stages.repos.run_failures import report_run  # noqa: E402
+from pipeline.stages.repos.suite_run import RepoTraceSettings, run_suite  # noqa: E402
 from pipeline.stages.repos.trace import repo_input  # noqa: E402
 
 WORDKIT = {

@@ -32,9 +32,9 @@ import repos as repos_bench  # noqa: E402
 from pipeline.engine.stats import StageCounters  # noqa: E402
 from pipeline.sandbox import make_sandbox  # noqa: E402
 from pipeline.sources.git_cache import GitCache  # noqa: E402
-from pipeline.sources.repos import RepoSpec  # noqa: E402
+from pipeline.sources.repo_manifest import RepoSpec  # noqa: E402
 from pipeline.stages.repos.install import install_repo  # noqa: E402
-from pipeline.stages.repos.run import RepoTraceSettings, run_suite  # noqa: E402
+from pipeline.stages.repos.suite_run import RepoTraceSettings, run_suite  # noqa: E402
 from pipeline.stages.trace_functions import ReprLimits  # noqa: E402
 from tracers.reprs.saferepr import Limits  # noqa: E402
 from tracers.trace.backends import trace_source  # noqa: E402

@@ -39,7 +39,7 @@ def measure(tree, n):
     """One tree's figures, in this process (its packages first on sys.path)."""
     sys.path.insert(0, tree)
     from pipeline.sandbox import make_sandbox
-    from pipeline.sources.functions import FunctionRecord
+    from pipeline.sources.function_records import FunctionRecord
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
     from tracers.trace.backends import trace_source
 

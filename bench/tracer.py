@@ -153,7 +153,7 @@ def trace_corpus(loaded):
 
 def decode_functions(records, files):
     """Parse every trace file and build its `traces` row; the events decoded."""
-    from pipeline.sources.functions import FunctionRecord
+    from pipeline.sources.function_records import FunctionRecord
     from pipeline.stages.trace_functions import trace_row
     from pipeline.stages.tracefile import parse_trace_file
 
@@ -203,10 +203,10 @@ def decode_repo(data, root, sources=None):
     from types import SimpleNamespace
 
     from pipeline.engine.stats import StageCounters
-    from pipeline.sources.repos import RepoSpec
+    from pipeline.sources.repo_manifest import RepoSpec
     from pipeline.stages.repos.cut import EntryCutter
-    from pipeline.stages.repos.run import RepoTraceSettings
     from pipeline.stages.repos.stream import parse_repo_stream
+    from pipeline.stages.repos.suite_run import RepoTraceSettings
 
     spec = RepoSpec(name="corpus", url="file:///corpus", ref="main")
     cutter = EntryCutter(

@@ -79,7 +79,7 @@ def pipeline_trace_seconds() -> tuple[float, int] | None:
     import warnings
 
     from pipeline.sandbox import make_sandbox
-    from pipeline.sources.functions import read_function_records
+    from pipeline.sources.function_records import read_function_records
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
 
     records, _ = read_function_records(str(ROOT / "examples" / "functions.jsonl"))

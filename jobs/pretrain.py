@@ -1,4 +1,4 @@
-"""Ray job entry point: train the neural debugger on a packed dataset with Ray Train (pipeline/pretrain/run.py).
+"""Ray job entry point: train the neural debugger on a packed dataset with Ray Train (pipeline/pretrain/launch.py).
 
     ray job submit --working-dir . -- python jobs/pretrain.py --data PACKED --out RUN --workers 8 --gpu
     python jobs/pretrain.py --data PACKED --out RUN --workers 2          # embedded local Ray, CPU (gloo)

@@ -3,7 +3,7 @@
     ray job submit --working-dir . -- python jobs/rederive_go.py --data DIR|URI --out DIR|URI
     python jobs/rederive_go.py --data DIR --out DIR2          # embedded local Ray
 
-Takes the options of `tracegen rederive-go` (pipeline/kinds/rederive.py).
+Takes the options of `tracegen rederive-go` (pipeline/kinds/rederive_go.py).
 """
 
 import sys

@@ -114,7 +114,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from pipeline.report import write_report
+    from pipeline.version_report import write_report
 
     print(f"report -> {write_report(args.out)}")
     return 0

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import polars as pl
 import pyarrow.fs as pafs
 
-from pipeline.debugger.report import TrajectoryReport
+from pipeline.debugger.trajectory_summary import TrajectoryReport
 from pipeline.engine.reader import (
     Dataset,
     committed_versions,

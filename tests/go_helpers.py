@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.engine.stats import StageOutput
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.go import GoProgram, discover_programs
+from pipeline.sources.go_programs import GoProgram, discover_programs
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.runs import GoSettings, GoTools, trace_program
 

@@ -2,7 +2,7 @@
 
 Layout under the root (a local path or any URI `pyarrow.fs` resolves):
     {table}/part-{unit:05d}-{seq:04d}.parquet   shards, written by the units
-    {table}/compact-{group:05d}.parquet          compacted shards: whole units merged (pipeline/engine/compaction.py)
+    {table}/compact-{group:05d}.parquet          compacted shards: whole units merged (pipeline/engine/compaction/)
     _units/{unit:05d}.json                       completion record of a unit (its shards, or its slices of
                                                  compacted shards, and counters)
     _compaction/                                 a compaction's plan and group records while one is under way

@@ -5,7 +5,7 @@ from pipeline.engine.kind import JobKind
 from pipeline.kinds.functions import FunctionsKind
 from pipeline.kinds.go import GoKind
 from pipeline.kinds.pack import PackKind
-from pipeline.kinds.rederive import RederiveKind
+from pipeline.kinds.rederive_go import RederiveKind
 from pipeline.kinds.repos import ReposKind
 from pipeline.kinds.resample import ResampleKind
 

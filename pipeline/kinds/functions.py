@@ -21,7 +21,7 @@ from pipeline.kinds.options import (
     sampling_from,
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
-from pipeline.sources.functions import FunctionRecord, read_function_records
+from pipeline.sources.function_records import FunctionRecord, read_function_records
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix, signatures
 from pipeline.stages.dedup_distributed import ResolvePlan, resolve_distributed
 from pipeline.stages.trace_functions import TraceSettings, trace_functions

@@ -20,7 +20,7 @@ from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument
 from pipeline.sandbox import check_sandbox, make_sandbox
-from pipeline.sources.go import GoProgram, NotAProgram, directory_digest, discover_programs
+from pipeline.sources.go_programs import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.runs import GoSettings, GoTools, program_settings, trace_program

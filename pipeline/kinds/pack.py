@@ -7,7 +7,7 @@ The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on every tra
 the source manifest) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
 (with the `traces` shards of the same source unit, for each trajectory's source kind) and one per Go
 unit (its `go_next_event`, `go_runs` and `go_programs` shards); in a compacted dataset, one per compacted
-group instead (a group holds whole units, all their tables: pipeline/engine/compaction.py); each writes `packed` rows
+group instead (a group holds whole units, all their tables: pipeline/engine/compaction/); each writes `packed` rows
 (schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's, so re-packing an
 edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE differs).
 

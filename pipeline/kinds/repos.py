@@ -44,10 +44,10 @@ from pipeline.kinds.options import (
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import RepoSpec, read_repo_manifest
+from pipeline.sources.repo_manifest import RepoSpec, read_repo_manifest
 from pipeline.sources.sdist.cache import SdistCache
 from pipeline.stages.repos.pieces import repo_pieces
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
 

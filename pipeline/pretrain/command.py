@@ -51,7 +51,7 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_pretrain(args: argparse.Namespace) -> int:
     require_train_extra("pretrain")
-    from pipeline.pretrain.run import pretrain
+    from pipeline.pretrain.launch import pretrain
 
     settings = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "model"}
     config = TrainConfig(**settings, model={"layers": args.layers, "width": args.width, "heads": args.heads})

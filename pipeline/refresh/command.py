@@ -21,9 +21,9 @@ from pipeline.kinds.options import (
 )
 from pipeline.kinds.repos import ReposConfig, add_tests_per_unit_argument
 from pipeline.refresh.plan import RefreshConfigs
-from pipeline.refresh.run import refresh
+from pipeline.refresh.sequence import refresh
 from pipeline.stages.go.runs import GoSettings
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.trace_functions import TraceSettings
 
 

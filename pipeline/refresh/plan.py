@@ -22,8 +22,8 @@ from pipeline.kinds.functions import Chunk, FunctionsConfig, find_duplicates, re
 from pipeline.kinds.go import GoConfig, program_units
 from pipeline.kinds.repos import ReposConfig, piece_suffix, plan_repos
 from pipeline.refresh.sources import Sources
-from pipeline.sources.functions import FunctionRecord
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.function_records import FunctionRecord
+from pipeline.sources.repo_manifest import RepoSpec
 
 SHA = re.compile(r"[0-9a-f]{40}")
 

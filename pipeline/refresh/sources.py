@@ -1,7 +1,7 @@
 """`sources.toml`: everything a refresh keeps up to date, in one file.
 
 ```toml
-[[repo]]                      # exactly as in a repository manifest (pipeline/sources/repos.py)
+[[repo]]                      # exactly as in a repository manifest (pipeline/sources/repo_manifest.py)
 name = "toolz"
 url = "https://github.com/pytoolz/toolz"
 ref = "master"                # resolved to its current commit at every refresh
@@ -26,7 +26,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
-from pipeline.sources.repos import RepoSpec, _line_of, repo_specs
+from pipeline.sources.repo_manifest import RepoSpec, _line_of, repo_specs
 
 TABLES = ("repo", "functions", "go")
 PATH_KEYS = ("path",)

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.runner_session import Blamed, warm_session
 from pipeline.stages.runnerstream import RecordOutput
 from pipeline.stages.tracefile import (

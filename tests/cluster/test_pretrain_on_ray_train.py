@@ -22,7 +22,7 @@ from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.config import TrainConfig
-from pipeline.pretrain.run import check_run_config
+from pipeline.pretrain.launch import check_run_config
 from pipeline.pretrain.train import train_worker
 from pipeline.stages.pack.packing import PackSettings
 from pipeline.stages.trajectories import SamplingSettings

@@ -15,7 +15,7 @@ import pytest
 from pipeline.engine.job import run_job
 from pipeline.kinds import functions as functions_kind
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind, find_duplicates
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.dedup import DedupSettings
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

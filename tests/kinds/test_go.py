@@ -12,7 +12,7 @@ from go_helpers import EXAMPLES, requires_bwrap, requires_go
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.go import GoConfig, GoKind, program_units
-from pipeline.kinds.rederive import RederiveConfig, RederiveKind
+from pipeline.kinds.rederive_go import RederiveConfig, RederiveKind
 from pipeline.stages.go.runs import GoSettings
 from schemas import schema_of
 

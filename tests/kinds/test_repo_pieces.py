@@ -13,7 +13,7 @@ import repo_fixtures as fixtures
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.repos import ReposConfig, ReposKind
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.pieces import TestModule, count_tests, cut_ranges, repo_pieces, suite_modules
 from pipeline.stages.trajectories import SamplingSettings
 

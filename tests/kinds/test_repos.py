@@ -21,7 +21,7 @@ from pipeline.inspect import summarize
 from pipeline.kinds.repos import ReposConfig, ReposKind
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import read_repo_manifest
+from pipeline.sources.repo_manifest import read_repo_manifest
 from pipeline.stages.repos.trace import trace_repo
 from pipeline.stages.trajectories import SamplingSettings
 

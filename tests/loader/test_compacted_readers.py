@@ -17,7 +17,7 @@ from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.job import run_job
 from pipeline.engine.reader import open_root, read_manifest, table_rows, table_shards
 from pipeline.inspect import summarize
-from pipeline.kinds.rederive import RederiveConfig, RederiveKind
+from pipeline.kinds.rederive_go import RederiveConfig, RederiveKind
 from pipeline.kinds.resample import ResampleConfig, ResampleKind
 from pipeline.loader import PackedLoader
 from schemas import TABLES

@@ -10,7 +10,7 @@ from pipeline.engine.reader import table_rows
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.config import TrainConfig
 from pipeline.pretrain.evaluate import evaluate
-from pipeline.pretrain.run import check_run_config
+from pipeline.pretrain.launch import check_run_config
 from pipeline.pretrain.train import train_worker
 from pipeline.stages.pack.packing import PackSettings
 from schemas.go_next_event import OUTCOMES

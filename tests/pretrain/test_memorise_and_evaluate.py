@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.pretrain.config import TrainConfig
 from pipeline.pretrain.evaluate import evaluate
-from pipeline.pretrain.run import check_run_config
+from pipeline.pretrain.launch import check_run_config
 from pipeline.pretrain.train import train_worker
 
 

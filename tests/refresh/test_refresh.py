@@ -24,7 +24,7 @@ from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.repos import ReposConfig
 from pipeline.refresh.plan import RefreshConfigs
-from pipeline.refresh.run import refresh
+from pipeline.refresh.sequence import refresh
 from pipeline.stages.go.runs import GoSettings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from test_refresh import configs, ids, records, write_jsonl
 
 from pipeline.engine.compaction.settings import CompactionSettings
 from pipeline.engine.reader import open_root, read_manifest, table_rows, table_shards
-from pipeline.refresh.run import refresh
+from pipeline.refresh.sequence import refresh
 
 SMALL = CompactionSettings(mode="always", target_bytes=6_000, row_group_bytes=4_000)
 

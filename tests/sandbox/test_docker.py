@@ -102,7 +102,7 @@ def test_host_go_toolchain_is_visible(docker_sandbox, bound_by_caller):
 
 
 def test_function_tracer_runs_in_the_container(docker_sandbox):
-    from pipeline.sources.functions import parse_line
+    from pipeline.sources.function_records import parse_line
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
 
     record = parse_line(

@@ -20,7 +20,7 @@ import repo_fixtures as fixtures
 from pipeline.engine.failures import Failures
 from pipeline.engine.stats import StageCounters
 from pipeline.sandbox.index_proxy import IndexProxy, index_hosts
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.install import install_repo
 from pipeline.stages.repos.trace import repo_input
 

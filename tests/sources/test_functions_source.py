@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.sources.functions import read_function_records
+from pipeline.sources.function_records import read_function_records
 
 
 def write(tmp_path, lines):

@@ -3,7 +3,7 @@
 import pytest
 from go_helpers import EXAMPLES
 
-from pipeline.sources.go import GoProgram, NotAProgram, discover_programs
+from pipeline.sources.go_programs import GoProgram, NotAProgram, discover_programs
 
 MAIN = "package main\n\nfunc main() {}\n"
 TEST = 'package p\n\nimport "testing"\n\nfunc TestA(t *testing.T) {}\n'

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.sources.repos import RepoSpec, read_repo_manifest
+from pipeline.sources.repo_manifest import RepoSpec, read_repo_manifest
 from tracers.suite.repo_code import DEFAULT_EXCLUDE
 
 

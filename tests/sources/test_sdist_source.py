@@ -18,7 +18,7 @@ import pytest
 from pipeline.kinds.repos import ReposConfig
 from pipeline.refresh.plan import repo_units
 from pipeline.refresh.sources import read_sources
-from pipeline.sources.repos import RepoSpec, read_repo_manifest
+from pipeline.sources.repo_manifest import RepoSpec, read_repo_manifest
 from pipeline.sources.sdist import SdistError
 from pipeline.sources.sdist.archive import Limits, unpack
 from pipeline.sources.sdist.cache import SdistCache
@@ -283,7 +283,7 @@ def test_the_refresh_takes_an_sdist_pin_as_immutable(tmp_path):
 def test_an_sdist_with_its_tests_is_traced_under_its_hash(tmp_path):
     from pipeline.sandbox import make_sandbox
     from pipeline.sources.git_cache import GitCache
-    from pipeline.stages.repos.run import RepoTraceSettings
+    from pipeline.stages.repos.suite_run import RepoTraceSettings
     from pipeline.stages.repos.trace import trace_repo
 
     spec = RepoSpec("inflection", sdist="inflection==0.5.1", timeout_s=300)
@@ -312,7 +312,7 @@ def test_an_sdist_with_its_tests_is_traced_under_its_hash(tmp_path):
 def test_an_sdist_that_cannot_be_had_is_a_clone_failure_row(tmp_path):
     from pipeline.sandbox import make_sandbox
     from pipeline.sources.git_cache import GitCache
-    from pipeline.stages.repos.run import RepoTraceSettings
+    from pipeline.stages.repos.suite_run import RepoTraceSettings
     from pipeline.stages.repos.trace import trace_repo
 
     spec = RepoSpec("ini", sdist="iniconfig==9.9.9", input_ref="repos.toml:[[repo]] #1")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sandbox.bwrap import processes_of, sandbox_uid
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.runner_session import close_warm_sessions
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions, trace_id
 from tracers.reprs.saferepr import Limits

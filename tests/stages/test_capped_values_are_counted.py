@@ -9,7 +9,7 @@ from hostile_helpers import FAST
 from pipeline.kinds.functions import FunctionsKind
 from pipeline.kinds.repos import ReposKind
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.trace_functions import ReprLimits, trace_functions
 
 RECORDS = [

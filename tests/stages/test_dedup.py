@@ -1,7 +1,7 @@
 """MinHash LSH dedup: near-duplicates collapse, distinct functions survive, how signatures are split does not
 matter (the job's dedup before tracing: tests/kinds/test_functions.py)."""
 
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.dedup import DedupSettings, normalised_tokens, resolve_duplicates, signatures
 
 SETTINGS = DedupSettings()

@@ -13,7 +13,7 @@ import pytest
 import pipeline.kinds.functions as functions_kind
 import pipeline.stages.dedup_distributed as dedup_distributed
 from pipeline.kinds.functions import find_duplicates
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix
 from pipeline.stages.dedup_distributed import (
     InProcessTasks,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.functions import read_function_records
+from pipeline.sources.function_records import read_function_records
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from hostile_helpers import ORDINARY, assert_ordinary_untouched, assert_traced_as_in_process, trace_chunk
 
-from pipeline.sources.functions import read_function_records
+from pipeline.sources.function_records import read_function_records
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

@@ -96,8 +96,8 @@ def traced_repo(tmp_path, name, files, backend):
 
     from pipeline.sandbox import make_sandbox
     from pipeline.sources.git_cache import GitCache
-    from pipeline.sources.repos import RepoSpec
-    from pipeline.stages.repos.run import RepoTraceSettings
+    from pipeline.sources.repo_manifest import RepoSpec
+    from pipeline.stages.repos.suite_run import RepoTraceSettings
     from pipeline.stages.repos.trace import trace_repo
 
     origin = tmp_path / f"origin-{name}"

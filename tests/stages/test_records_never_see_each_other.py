@@ -9,7 +9,7 @@ import shutil
 import pytest
 from hostile_helpers import hostile, trace_chunk
 
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from pipeline.engine.failures import Failures
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.install import Attempt, InstallHow, Repair, read_how, report_how
 from pipeline.stages.repos.trace import repo_input
 from tracers.install.step import manifest_how

@@ -16,10 +16,10 @@ import repo_fixtures as fixtures
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos import trace as trace_stage
 from pipeline.stages.repos.install import Installed
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

@@ -15,9 +15,9 @@ import repo_fixtures as fixtures
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import RepoSpec
-from pipeline.stages.repos import run
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.sources.repo_manifest import RepoSpec
+from pipeline.stages.repos import suite_run
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -51,7 +51,7 @@ def traced(tmp_path_factory):
     fixtures.make_repo(origin, CHATTY)
     spec = RepoSpec(name="chatty", url=str(origin), ref="main", timeout_s=300, test_timeout_s=30)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run, "MAX_OUTPUT_BYTES", 600_000)
+        patch.setattr(suite_run, "MAX_OUTPUT_BYTES", 600_000)
         output = trace_repo(
             spec,
             make_sandbox("bwrap"),
@@ -79,22 +79,22 @@ def test_tests_after_each_restart_are_traced(traced):
 
 
 def test_a_restart_is_not_charged_for_collecting_the_suite_again():
-    budget = run.RunBudget(100.0)
+    budget = suite_run.RunBudget(100.0)
     assert budget.wall_s() == 100.0
     budget.spend(30.0, 10.0)  # the first run: 10 s to collect, 20 s of tests, then a test killed it
     assert (budget.left_s(), budget.allowance_s) == (80.0, 90.0)
-    assert budget.wall_s() == 80.0 + 10.0 + run.MIN_ATTEMPT_S  # what is left, plus a startup like the first
+    assert budget.wall_s() == 80.0 + 10.0 + suite_run.MIN_ATTEMPT_S  # what is left, plus a startup like the first
     budget.spend(50.0, 12.0)
     assert (budget.left_s(), budget.allowance_s) == (42.0, 78.0)
 
 
 @pytest.mark.parametrize("startup_s", [0.0, 3.0, 8.0, 19.0, 40.0])
 def test_every_run_together_ends_within_about_twice_timeout_s(startup_s):
-    budget, total = run.RunBudget(20.0), 0.0
-    for _ in range(run.MAX_RESTARTS + 1):  # each run uses its whole wall clock, as run_suite would allow
+    budget, total = suite_run.RunBudget(20.0), 0.0
+    for _ in range(suite_run.MAX_RESTARTS + 1):  # each run uses its whole wall clock, as run_suite would allow
         wall_s = budget.wall_s()
         total += wall_s
         budget.spend(wall_s, startup_s)
-        if budget.left_s() < run.MIN_ATTEMPT_S:
+        if budget.left_s() < suite_run.MIN_ATTEMPT_S:
             break
-    assert total <= 2 * 20.0 + run.MIN_ATTEMPT_S
+    assert total <= 2 * 20.0 + suite_run.MIN_ATTEMPT_S

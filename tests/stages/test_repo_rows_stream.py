@@ -4,11 +4,11 @@ them all), and the batches are exactly the rows the unbatched cut gives, in orde
 from types import SimpleNamespace
 
 from pipeline.engine.stats import StageCounters
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos import cut
 from pipeline.stages.repos.cut import EntryCutter
-from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.stream import parse_repo_stream
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from tests.stages.test_repo_sources_are_bounded import entries_stream
 
 

@@ -1,6 +1,6 @@
 """The yield in a repository's `repo_runs` row: which tests count as traced (pipeline/stages/repos/summary.py)."""
 
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.stream import ParsedStream, ParsedTest
 from pipeline.stages.repos.summary import repo_run_row
 

@@ -13,11 +13,11 @@ import pytest
 
 from pipeline.engine.failures import Failures
 from pipeline.engine.stats import StageCounters
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos import cut
 from pipeline.stages.repos.cut import EntryCutter, SourceReader
-from pipeline.stages.repos.run import RepoTraceSettings
 from pipeline.stages.repos.stream import parse_repo_stream
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import repo_input
 
 AWKWARD = textwrap.dedent(

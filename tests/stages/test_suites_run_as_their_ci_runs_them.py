@@ -17,8 +17,8 @@ import repo_fixtures as fixtures
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import RepoSpec
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.sources.repo_manifest import RepoSpec
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 from tracers.trace.tracer import TRACER_VERSION
 

@@ -19,8 +19,8 @@ import repo_fixtures as fixtures
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.git_cache import GitCache
-from pipeline.sources.repos import RepoSpec
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.sources.repo_manifest import RepoSpec
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

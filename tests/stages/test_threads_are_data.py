@@ -6,7 +6,7 @@ import shutil
 import pytest
 from hostile_helpers import assert_ordinary_untouched, assert_traced_as_in_process, beside_ordinary, trace_chunk
 
-from pipeline.sources.functions import FunctionRecord
+from pipeline.sources.function_records import FunctionRecord
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

@@ -13,7 +13,7 @@ from hostile_helpers import assert_the_sandbox_leaves_nothing
 
 from pipeline.sandbox import make_sandbox
 from pipeline.sandbox.bwrap import sandbox_uid
-from pipeline.sources.functions import FunctionRecord, read_function_records
+from pipeline.sources.function_records import FunctionRecord, read_function_records
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -7,7 +7,7 @@ guard's grace, so the guard's gentler abort goes first), or a silence that long 
 the pipe, ends the run: the supervisor kills pytest, prints one verdict line on its own stdout
 (`{"watchdog": "timeout", "nodeid", "budget_s"}`) and exits with WATCHDOG_EXIT. The sandbox then ends
 everything the suite started (the supervisor is its first process), and the host runs the remaining
-tests in a fresh sandbox (pipeline/stages/repos/run.py).
+tests in a fresh sandbox (pipeline/stages/repos/suite_run.py).
 
 The suite runs as the same uid and so can still kill the supervisor; that too ends the sandbox at once
 and the host restarts after the test that was running, blaming it. What the suite cannot do is keep a

@@ -4,7 +4,7 @@ Read on the worker from the program directory, the same files the harness copies
 says which and how the hash is computed), so every go_runs row can name its program by hash.
 """
 
-from pipeline.sources.go import GoProgram, program_files, program_hash
+from pipeline.sources.go_programs import GoProgram, program_files, program_hash
 
 
 def program_row(program: GoProgram, timeout_s: float) -> dict:

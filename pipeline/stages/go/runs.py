@@ -41,7 +41,7 @@ from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
-from pipeline.sources.go import GoProgram
+from pipeline.sources.go_programs import GoProgram
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.harness_output import (
     HarnessOutputError,

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from pipeline.engine.failures import Failure
 from pipeline.engine.stats import StageCounters
-from pipeline.sources.repos import RepoSpec
-from pipeline.stages.repos.run import RepoTraceSettings
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.stream import ParsedStream, ParsedTest
+from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.tracefile import TraceFormatError, json_bytes, require
 
 

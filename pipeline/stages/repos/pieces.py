@@ -31,7 +31,7 @@ import stat
 import tomllib
 from dataclasses import dataclass, replace
 
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 
 DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
 NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.install import InstallHow
 from pipeline.stages.repos.stream import ParsedStream
 

@@ -7,7 +7,7 @@ same sandbox: each test's outcome) → trace (sandbox, loopback only: the venv r
 of the installed tree and a fresh scratch dir; `tracers.runners.repos trace` runs pytest with
 `tracers.suite.pytest_plugin`) → cut (host: strict parse of the stream, one row per entry, identical traces stored
 once, function source read from the host's checkout; a trace whose test ended otherwise untraced is
-`perturbed`). Each run of the suite gets its own copy of the installed tree (pipeline/stages/repos/run.py).
+`perturbed`). Each run of the suite gets its own copy of the installed tree (pipeline/stages/repos/suite_run.py).
 
 Rows: `source_kind="repo"`, `source_id = name@commit:path:qualname` (an sdist's commit is
 `sdist-sha256-{hex}`, its `repo_url` the archive's URL), `test_id` = the pytest node id
@@ -36,14 +36,14 @@ from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
 from pipeline.sources.git_cache import Checkout, GitCache, GitCacheError
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.sources.sdist import SdistError
 from pipeline.sources.sdist.cache import SdistCache
 from pipeline.stages.repos.cut import EntryCutter
 from pipeline.stages.repos.install import install_repo
 from pipeline.stages.repos.parity import outcomes, report_parity
-from pipeline.stages.repos.report import report_run
-from pipeline.stages.repos.run import RepoTraceSettings, run_suite
+from pipeline.stages.repos.run_failures import report_run
+from pipeline.stages.repos.suite_run import RepoTraceSettings, run_suite
 from pipeline.stages.repos.summary import repo_run_row
 
 STAGES = ("clone", "install", "parity", "trace", "cut")

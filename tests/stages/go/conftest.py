@@ -4,7 +4,7 @@ tests/go_helpers.py)."""
 import pytest
 from go_helpers import EXAMPLES
 
-from pipeline.sources.go import GoProgram, discover_programs
+from pipeline.sources.go_programs import GoProgram, discover_programs
 from pipeline.stages.go.runs import GoSettings, GoTools
 
 

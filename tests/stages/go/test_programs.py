@@ -6,7 +6,7 @@ import textwrap
 import pytest
 from go_helpers import requires_bwrap, requires_go, trace, write_program
 
-from pipeline.sources.go import NotAProgram, discover_programs, program_files, program_hash
+from pipeline.sources.go_programs import NotAProgram, discover_programs, program_files, program_hash
 
 SLEEPY = """{header}package main
 

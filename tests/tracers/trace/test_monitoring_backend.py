@@ -132,7 +132,7 @@ def test_the_runner_picks_the_backend_per_interpreter(python):
     """The warm function runner (process sandbox, this interpreter): auto is sys.monitoring under 3.12+,
     settrace when forced; the trace file's header says which."""
     from pipeline.sandbox import make_sandbox
-    from pipeline.sources.functions import FunctionRecord
+    from pipeline.sources.function_records import FunctionRecord
     from pipeline.stages.runner_session import RunnerSession
     from pipeline.stages.trace_functions import TraceSettings
     from pipeline.stages.tracefile import parse_trace_file
@@ -220,7 +220,7 @@ def test_the_sandboxed_trace_stage_gives_the_same_rows_with_both_backends():
     """The real stage (bwrap, the runner, the host's strict parse) under pyenv's 3.12: the rows differ only
     in tracer_version (and in what a fork bomb's pids are, whatever the backend)."""
     from pipeline.sandbox import make_sandbox
-    from pipeline.sources.functions import read_function_records
+    from pipeline.sources.function_records import read_function_records
     from pipeline.stages.trace_functions import TraceSettings, trace_functions
 
     python = require_python("3.12")

@@ -22,7 +22,7 @@ from pipeline.engine.stats import StageCounters
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
 from pipeline.sandbox.tracers_mount import TRACERS_PARENT, tracers_bind
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.install import open_up
 from pipeline.stages.repos.requests import base_env, write_request
 from pipeline.stages.repos.stream import ParsedStream, parse_repo_stream

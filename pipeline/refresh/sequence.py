@@ -5,7 +5,7 @@ Sequence, under the root's refresh lock (pipeline/engine/versions.py):
 2. nothing new and nothing dropped: publish nothing and say so;
 3. run the new units into `versions/{N}/` with the engine's executor (completion records, deterministic
    shards; a killed run's finished units are reused by the next one);
-4. compact (pipeline/engine/compaction.py): a compacted file of an earlier version is reused by reference
+4. compact (pipeline/engine/compaction/): a compacted file of an earlier version is reused by reference
    while every unit in it is still wanted; one that holds a dropped unit is broken, and its other units are
    re-written, by slice, into this version's compacted files, together with the loose units (new, or
    inherited) once the settings want them compacted;
@@ -338,7 +338,7 @@ def _write_manifest(
 def _report(version_uri: str) -> None:
     """The version's report.html and plots; a report that cannot be drawn never un-publishes a version."""
     try:
-        from pipeline.report import write_report
+        from pipeline.version_report import write_report
 
         write_report(version_uri)
     except Exception as error:  # noqa: BLE001 (the version is committed; the report is a convenience)

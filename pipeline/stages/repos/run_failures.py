@@ -2,7 +2,7 @@
 
 from pipeline.engine.failures import Failure
 from pipeline.sandbox import SandboxResult
-from pipeline.sources.repos import RepoSpec
+from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.requests import last_lines
 from pipeline.stages.repos.stream import VIOLATIONS, ParsedStream
 

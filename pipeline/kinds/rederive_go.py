@@ -4,7 +4,7 @@ re-running any program.
 
 One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs`
 shards, found through the source manifest by their unit number (in a compacted dataset, one unit per
-compacted group: it holds whole programs, all their tables; pipeline/engine/compaction.py). The output holds `go_runs`,
+compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds `go_runs`,
 `go_next_event`, and the raw `go_traces` and the `go_programs` rows again (so it can itself be re-derived or
 exported); a program whose stored traces do not re-parse is a failures row of its own. A dataset written
 before go_runs 3 holds no program sources and is refused (re-run trace-go).

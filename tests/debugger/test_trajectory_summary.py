@@ -2,7 +2,7 @@
 
 from debugger_helpers import WORKED_EXAMPLE, synthetic_row, trace_row
 
-from pipeline.debugger.report import trajectory_report
+from pipeline.debugger.trajectory_summary import trajectory_report
 from pipeline.stages.trajectories import SamplingSettings, sample_trajectories_stage
 
 
