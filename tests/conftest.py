@@ -2,7 +2,7 @@
 
 The tests mirror the package (tests/engine, tests/kinds, tests/sources, tests/stages, ...). Helper modules
 that tests in several directories import (`debugger_programs`, `debugger_helpers`, `repo_fixtures`,
-`go_helpers`) live here, next to this file: pytest puts this directory on `sys.path` when it loads this
+`go_helpers`, `import_graph`) live here, next to this file: pytest puts this directory on `sys.path` when it loads this
 conftest, so they import by their plain name from any test, whichever subset runs. Helpers used by one
 directory only live in it. Test module names are unique across the tree (no `__init__.py`: modules are
 imported by their base name).

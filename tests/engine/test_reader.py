@@ -2,13 +2,13 @@
 version, its shards (its own and an earlier version's) are read in manifest order a batch, a row-group range
 or a row group at a time; and it sits below dataset.py and versions.py, which never import each other."""
 
-import ast
 import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from import_graph import import_graph, project_modules
 
 from pipeline.engine.dataset import write_text
 from pipeline.engine.reader import (
@@ -21,48 +21,13 @@ from pipeline.engine.reader import (
 )
 from pipeline.engine.versions import commit_version
 
-ENGINE = Path(__file__).resolve().parents[2] / "pipeline" / "engine"
 
-
-def engine_imports() -> dict[str, set[str]]:
-    """Each module of pipeline/engine (its packages' modules by dotted name, e.g. `compaction.plan`) and the
-    engine modules it imports, at module level or inside functions."""
-    modules = {}
-    for path in ENGINE.rglob("*.py"):
-        parts = path.relative_to(ENGINE).with_suffix("").parts
-        if parts != ("__init__",):
-            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    graph = {}
-    for name, path in modules.items():
-        imported: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-            elif isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-        found = {
-            module.removeprefix("pipeline.engine.") for module in imported if module.startswith("pipeline.engine.")
-        }
-        graph[name] = found & set(modules) - {name}
-    return graph
-
-
-def test_the_engine_imports_no_cycle_and_the_reader_imports_no_engine_module():
-    graph = engine_imports()
-    assert {"dataset", "versions", "reader", "compaction.plan"} <= set(graph)
-    assert graph["reader"] == set()
-    assert "versions" not in graph["dataset"] and "dataset" in graph["versions"]
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
-        if name not in done:
-            for imported in graph[name]:
-                visit(imported, (*path, name))
-            done.add(name)
-
-    for name in graph:
-        visit(name, ())
+def test_the_reader_sits_below_the_engine_and_dataset_never_imports_versions():
+    graph = import_graph(project_modules())
+    engine = {name for name in graph if name.startswith("pipeline.engine.")}
+    assert not graph["pipeline.engine.reader"] & engine
+    assert "pipeline.engine.versions" not in graph["pipeline.engine.dataset"]
+    assert "pipeline.engine.dataset" in graph["pipeline.engine.versions"]
 
 
 def _shard(root: Path, path: str, first: int, rows: int) -> dict:

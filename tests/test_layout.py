@@ -1,0 +1,86 @@
+"""The layout rules of docs/architecture.md, checked: no import cycle among the project's modules, every module
+imports alone, and a module over ~400 lines is one that does a single job (listed below with that job). The
+graph is tests/import_graph.py's."""
+
+import ast
+import subprocess
+import sys
+
+from import_graph import PACKAGES, ROOT, cycles, import_graph, project_modules, runtime_imports
+
+MAX_LINES = 400
+# Modules over MAX_LINES, each with the one job that keeps it whole.
+LONG_MODULES = {
+    "pipeline.debugger.language": "the formal language's one token table, with serialize and its exact inverse parse",
+    "pipeline.sandbox.docker": "the Docker sandbox backend; its helpers serve only it",
+    "pipeline.stages.dedup_distributed": "dedup's distributed resolution: bands, union-find, scatter, resolve tasks",
+    "pipeline.stages.go.runs": "running one Go program N times in the sandbox and the rows of its runs",
+    "tracers.install.sources": "reading where a repository declares its test requirements",
+    "tracers.suite.entry_tracer": "the entry tracer, inline on purpose: a helper frame moves where a trace is cut",
+    "tracers.trace.tracer": "the capture and its settrace delivery, inline on purpose like the entry tracer",
+}
+
+
+def test_cycle_finder_sees_a_cycle_through_three_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_among_the_project_modules():
+    assert cycles(import_graph(project_modules())) == []
+
+
+# Imports the third-party packages once, then imports each project module in a fresh fork, so that a module which
+# only imports because another project module happened to be imported first fails here.
+_IMPORT_ALONE = """
+import importlib, os, sys, traceback
+modules, third_party = sys.argv[1].split(","), sys.argv[2].split(",")
+for name in third_party:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+failed = []
+for module in modules:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(module)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        failed.append(module)
+print("FAILED:" + ",".join(failed))
+"""
+
+
+def test_every_module_imports_alone():
+    modules = project_modules()
+    third_party = set()
+    for path in modules.values():
+        for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.Import) or not node.level:
+                third_party.update(name for name in names if name.split(".")[0] not in PACKAGES)
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALONE, ",".join(sorted(modules)), ",".join(sorted(third_party - {""}))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().splitlines()[-1] == "FAILED:", result.stderr[-4000:]
+
+
+def test_long_modules_do_one_job():
+    long = {
+        name: len(path.read_text(encoding="utf-8").splitlines())
+        for name, path in project_modules().items()
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES
+    }
+    unlisted = {name: lines for name, lines in long.items() if name not in LONG_MODULES}
+    assert not unlisted, f"split these along their seams, or list the one job each does in LONG_MODULES: {unlisted}"
+    assert not set(LONG_MODULES) - set(long), "LONG_MODULES lists modules that are no longer long"
