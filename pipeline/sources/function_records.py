@@ -2,7 +2,8 @@
 
 `input` is the argument text of the call `entry(<input>)`, the common format of function-level corpora.
 A bad line (not UTF-8, not JSON, a missing or mistyped field, a repeated id) becomes a failure row naming
-the file, the line and the fix; it never stops the read. Extra fields (expected outputs, tags) are ignored.
+the file, the line and the fix; it never stops the read. A text `output` (the expected return value's literal,
+as benchmarks give it) is kept; other extra fields (tags, outputs of other types) are ignored.
 
 The file is read exactly: lines end at "\n" only (U+2028, U+0085 and friends are valid inside a JSON
 string), a leading UTF-8 byte order mark is skipped, and no byte is ever replaced: code that is not what
@@ -29,6 +30,7 @@ class FunctionRecord:
     input: str
     entry: str
     input_ref: str
+    output: str | None = None  # the expected return value's literal text, when the line gives one (benchmarks)
 
     def request(self) -> dict:
         """The record as the sandboxed runner reads it."""
@@ -37,17 +39,27 @@ class FunctionRecord:
 
 def read_function_records(uri: str) -> tuple[list[FunctionRecord], list[dict]]:
     """All good records of a JSONL file (or URI) in file order, and a failure row per bad line."""
+    return parse_records(read_file_bytes(uri, "function records", "--input"), uri)
+
+
+def read_file_bytes(uri: str, what: str, option: str) -> bytes:
+    """A local file's or URI's bytes, without a leading UTF-8 byte order mark; a ValueError names `what` the file
+    should hold and the `option` that gives it."""
     try:
         if "://" in uri:
             fs, path = pafs.FileSystem.from_uri(uri)
         else:
             fs, path = pafs.LocalFileSystem(), uri
         with fs.open_input_stream(path) as source:
-            data = source.read().removeprefix(BOM)
+            return source.read().removeprefix(BOM)
     except (FileNotFoundError, OSError) as error:
         raise ValueError(
-            f"cannot read function records from {uri!r}: {error}; pass an existing JSONL file with --input"
+            f"cannot read {what} from {uri!r}: {error}; pass an existing JSONL file with {option}"
         ) from error
+
+
+def parse_records(data: bytes, uri: str) -> tuple[list[FunctionRecord], list[dict]]:
+    """The good records of a JSONL file's bytes in file order, and a failure row per bad line."""
     records, failures, seen = [], [], {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
@@ -111,7 +123,9 @@ def parse_line(line: str, ref: str) -> FunctionRecord | tuple[str, str]:
             )
     if not data["id"]:
         return ("BadField", f"{ref}: field 'id' must not be empty")
-    return FunctionRecord(data["id"], data["code"], data["input"], data.get("entry") or "f", ref)
+    output = data.get("output")
+    output = output if isinstance(output, str) and _is_unicode(output) else None
+    return FunctionRecord(data["id"], data["code"], data["input"], data.get("entry") or "f", ref, output)
 
 
 def _is_unicode(text: str) -> bool:
