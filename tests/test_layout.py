@@ -1,6 +1,6 @@
 """The layout rules of docs/architecture.md, checked: no import cycle among the project's modules, every module
-imports alone, and a module over ~400 lines is one that does a single job (listed below with that job). The
-graph is tests/import_graph.py's."""
+imports alone, each layer never imports what §3 says it never imports (Ray included), and a module over ~400 lines
+is one that does a single job (listed below with that job). The graph is tests/import_graph.py's."""
 
 import ast
 import subprocess
@@ -20,6 +20,30 @@ LONG_MODULES = {
     "tracers.trace.tracer": "the capture and its settrace delivery, inline on purpose like the entry tracer",
 }
 
+# docs/architecture.md §3's "never imports" column: layer -> the project packages it must not import.
+NEVER_IMPORTS = {
+    "tracers": ("pipeline", "schemas"),
+    "schemas": ("pipeline", "tracers"),
+    "pipeline.writers": (
+        "pipeline.engine",
+        "pipeline.stages",
+        "pipeline.kinds",
+        "pipeline.sources",
+        "pipeline.sandbox",
+    ),
+    "pipeline.engine": ("pipeline.kinds", "pipeline.stages", "pipeline.sources", "pipeline.sandbox"),
+    "pipeline.debugger": ("pipeline.engine", "pipeline.stages", "pipeline.kinds", "pipeline.sandbox", "tracers"),
+    "pipeline.sandbox": ("pipeline.stages", "pipeline.kinds"),
+    "pipeline.sources": ("pipeline.stages", "pipeline.kinds"),
+    "pipeline.stages": ("pipeline.kinds",),
+}
+# The only modules that import Ray: the engine's one Ray module and Ray Train's two.
+RAY_MODULES = {"pipeline.engine.orchestrate", "pipeline.pretrain.launch", "pipeline.pretrain.train"}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
 
 def test_cycle_finder_sees_a_cycle_through_three_modules():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
@@ -28,6 +52,30 @@ def test_cycle_finder_sees_a_cycle_through_three_modules():
 
 def test_no_import_cycle_among_the_project_modules():
     assert cycles(import_graph(project_modules())) == []
+
+
+def test_each_layer_never_imports_what_the_architecture_forbids():
+    graph = import_graph(project_modules())
+    crossings = sorted(
+        (module, imported)
+        for module, imports in graph.items()
+        for layer, never in NEVER_IMPORTS.items()
+        if _within(module, layer)
+        for imported in imports
+        if any(_within(imported, forbidden) for forbidden in never)
+    )
+    assert crossings == []
+
+
+def test_only_the_engines_ray_module_and_ray_train_import_ray():
+    importers = {
+        module
+        for module, path in project_modules().items()
+        for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8")))
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+        if name == "ray" or name.startswith("ray.")
+    }
+    assert importers == RAY_MODULES
 
 
 # Imports the third-party packages once, then imports each project module in a fresh fork, so that a module which

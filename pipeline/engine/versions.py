@@ -5,7 +5,7 @@ Layout under ROOT:
                              manifest may also list shards of earlier versions (`../M/traces/...`): what did
                              not change is referenced, never copied. A compacted file of an earlier
                              version is referenced while all the units it holds are unchanged; otherwise
-                             its unchanged units are re-written into N's compacted files (refresh/run.py).
+                             its unchanged units are re-written into N's compacted files (refresh/sequence.py).
                              Until N is committed the directory is the staging area of the refresh
                              building it (a killed run's units are reused).
     _log/{N:020d}.json       the commit: version N exists once this file does, and never changes after.

@@ -1,6 +1,6 @@
 """The per-test watchdog that the suite cannot reach: the runner process that pytest runs under.
 
-`tracers.runners.repos trace` is this supervisor. It starts pytest (`repo_runner pytest`) as its child and
+`tracers.runners.repos trace` is this supervisor. It starts pytest (`tracers.runners.repos pytest`) as its child and
 reads one progress line per test boundary from a pipe (`S <nodeid>` when a test starts, `E <nodeid>` when
 it ends, nodeids JSON-quoted). A test that runs past its budget (`test_timeout_s` plus the in-process
 guard's grace, so the guard's gentler abort goes first), or a silence that long after the suite closed
