@@ -92,6 +92,7 @@ def summarize(out: str, *, examples: int = 1) -> str:
         lines += _parity_report(traces, manifest.get("stats") or {})
     lines += _repo_report(out)
     lines += _go_report(out)
+    lines += _contaminated_report(out, manifest)
     failures = load_table(out, "failures")
     lines += ["", "failures by stage and reason:"]
     if failures is None:
@@ -119,6 +120,43 @@ def summarize(out: str, *, examples: int = 1) -> str:
                 f"{values['seconds']:>8.2f}s  dropped: {dropped}"
             )
     return "\n".join(lines)
+
+
+def cleaned_against(config: dict) -> list[dict]:
+    """The benchmark files ({path, sha256}) a dataset's config says it was cleaned against (`--decontaminate`):
+    a kind's own config, or each kind's in a refresh's."""
+    configs = [config, *(value for value in config.values() if isinstance(value, dict))]
+    found = [b for c in configs for b in (c.get("decontaminate") or {}).get("benchmarks", [])]
+    return [dict(pair) for pair in dict.fromkeys(tuple(sorted(b.items())) for b in found)]
+
+
+def contaminated_counts(out: str, manifest: dict) -> list[tuple[str, str, int, str]]:
+    """(benchmark path, sha256, rows dropped, by rule) per benchmark file the dataset was cleaned against, and
+    per file its `contaminated` rows name (inspect, report)."""
+    table = load_table(out, "contaminated")
+    by_file: dict[tuple[str, str], Counter] = {
+        (b["path"], b["sha256"]): Counter() for b in cleaned_against(manifest["config"])
+    }
+    if table is not None:
+        for path, sha256, rule, n in counts(table, "benchmark", "benchmark_sha256", "rule"):
+            by_file.setdefault((path, sha256), Counter())[rule] += n
+    return [
+        (path, sha256, sum(rules.values()), ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items())))
+        for (path, sha256), rules in by_file.items()
+    ]
+
+
+def _contaminated_report(out: str, manifest: dict) -> list[str]:
+    """What `--decontaminate` dropped, per benchmark file; nothing when the dataset was not cleaned."""
+    per_file = contaminated_counts(out, manifest)
+    if not per_file:
+        return []
+    lines = [
+        "",
+        f"contaminated: {sum(n for _, _, n, _ in per_file)} dropped, against {len(per_file)} benchmark file(s):",
+    ]
+    lines += [f"  {path} (sha256 {sha256[:12]}): {n}  {rules or '-'}" for path, sha256, n, rules in per_file]
+    return lines
 
 
 def _version_lines(fs: pafs.FileSystem, root: str) -> list[str]:

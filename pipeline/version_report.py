@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow.fs as pafs
 
 from pipeline.engine.reader import committed_versions, log_entry, open_dataset, shard_count
-from pipeline.inspect import counts, load_table, summarize
+from pipeline.inspect import contaminated_counts, counts, load_table, summarize
 
 SUMMARY_KEYS = ("version", "previous", "units_run", "units_reused", "units_dropped", "added", "dropped", "failed_units")
 
@@ -102,6 +102,9 @@ def plots(uri: str, manifest: dict, history: list[dict]) -> list[Plot]:
         ]
         title = "tests traced per repository (% of those passing untraced)"
         out.append(Plot("repo_yield.png", title, "% of passing tests", ratios[:40]))
+    per_benchmark = [(f"{path} ({sha256[:8]})", n) for path, sha256, n, _ in contaminated_counts(uri, manifest)]
+    if per_benchmark:
+        out.append(Plot("contaminated.png", "dropped as benchmark copies, per benchmark file", "rows", per_benchmark))
     runs = load_table(uri, "go_runs")
     if runs is not None:
         out.append(Plot("go_status.png", "Go runs by status", "runs", counts(runs, "status")))

@@ -5,6 +5,7 @@ Each table module defines `SCHEMA` (a `pyarrow.Schema` whose fields carry a `doc
 """
 
 from schemas import (
+    contaminated,
     duplicates,
     failures,
     go_next_event,
@@ -23,6 +24,7 @@ TABLES = {
     "failures": failures,
     "trajectories": trajectories,
     "duplicates": duplicates,
+    "contaminated": contaminated,
     "go_runs": go_runs,
     "go_next_event": go_next_event,
     "go_traces": go_traces,

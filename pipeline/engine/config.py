@@ -5,15 +5,27 @@ resumes (finished units are skipped); an output holding another config's dataset
 user asks to overwrite it. A kind's config holds only the settings its units use, and its hash covers
 them and the kind's name, so changing another kind's defaults never invalidates its finished units
 (docs/architecture.md §4). Fields marked `UNHASHED` say where work happens (caches, scratch), not what it
-computes; where the job runs (workers, Ray address) is not part of a config at all.
+computes; where the job runs (workers, Ray address) is not part of a config at all. Fields marked
+`HASHED_WHEN_SET` (added after datasets were made with that kind) are hashed only when they differ from their
+default, so the datasets made before them keep their hash and resume.
 """
 
 import hashlib
 import json
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
 UNHASHED = {"hashed": False}
+HASHED_WHEN_SET = {"hashed": "when_set"}
+
+
+def _hashed(f: Field, value: Any) -> bool:
+    """Whether a field's value is part of the hash (see UNHASHED and HASHED_WHEN_SET)."""
+    hashed = f.metadata.get("hashed", True)
+    if hashed == "when_set":
+        default = f.default if f.default_factory is MISSING else f.default_factory()
+        return value != default
+    return bool(hashed)
 
 
 def settings_dict(settings: Any) -> Any:
@@ -21,7 +33,9 @@ def settings_dict(settings: Any) -> Any:
     tuples as lists, everything else as it is."""
     if is_dataclass(settings) and not isinstance(settings, type):
         return {
-            f.name: settings_dict(getattr(settings, f.name)) for f in fields(settings) if f.metadata.get("hashed", True)
+            f.name: settings_dict(getattr(settings, f.name))
+            for f in fields(settings)
+            if _hashed(f, getattr(settings, f.name))
         }
     if isinstance(settings, (tuple, list)):
         return [settings_dict(value) for value in settings]

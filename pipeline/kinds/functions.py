@@ -1,27 +1,32 @@
-"""The function-tracing kind: JSONL records → dedup → chunks → (trace, sample trajectories) per Ray task."""
+"""The function-tracing kind: JSONL records → dedup → decontaminate → chunks → (trace, sample trajectories) per
+Ray task."""
 
 import argparse
 import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from pipeline.engine.config import HASHED_WHEN_SET
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import RayTasks, map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
+    add_decontaminate_arguments,
     add_interpreter_arguments,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
     check_tracer_backend,
+    decontaminator_from,
     python_from,
     repr_limits_from,
     sampling_from,
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.function_records import FunctionRecord, read_function_records
+from pipeline.stages.decontaminate import Decontaminator, contaminated_row, counted
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix, signatures
 from pipeline.stages.dedup_distributed import ResolvePlan, resolve_distributed
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
@@ -37,12 +42,14 @@ DEDUP_PLAN = ResolvePlan()  # the sizes of the distributed resolution's tasks (n
 @dataclass(frozen=True)
 class Chunk:
     """A unit's payload: consecutive records; unit 0 also carries what the driver dropped before tracing
-    (unreadable lines, near-duplicates) and the counters of those driver-side stages."""
+    (unreadable lines, near-duplicates, near-copies of benchmark items) and the counters of those driver-side
+    stages."""
 
     records: list[FunctionRecord]
     read_failures: list[dict]
     duplicates: list[dict]
     counters: dict[str, StageCounters]
+    contaminated: list[dict] = field(default_factory=list)
 
 
 def find_duplicates(
@@ -99,6 +106,34 @@ def distributed_duplicates(records: list[FunctionRecord], settings: DedupSetting
     return duplicates
 
 
+def match_batch(records: list[FunctionRecord], decontaminator: Decontaminator) -> list:
+    """Each record's benchmark match or None (the part that runs in the workers: signatures and n-grams)."""
+    return [decontaminator.match(r.code, r.input, r.output) for r in records]
+
+
+def decontaminate(
+    records: list[FunctionRecord], decontaminator: Decontaminator
+) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
+    """Kept records and `contaminated` rows: every record matched against the benchmark items in Ray tasks
+    (DEDUP_BATCH records a task; the decontaminator, small, is shipped once), the rows in record order."""
+    if not records:
+        return records, [], counted(0, [])
+    started = StageCounters("decontaminate")
+    with started.timed():
+        batches = [records[start : start + DEDUP_BATCH] for start in range(0, len(records), DEDUP_BATCH)]
+        found = functools.partial(match_batch, decontaminator=decontaminator)
+        matches = [match for batch in map_tasks(found, batches) for match in batch]
+    kept, rows = [], []
+    for record, match in zip(records, matches, strict=True):
+        if match is None:
+            kept.append(record)
+        else:
+            rows.append(contaminated_row(match, "", "function_records", record.id, record.id))
+    counters = counted(len(records), rows)
+    counters.seconds = started.seconds
+    return kept, rows, counters
+
+
 def read_counted(path: str) -> tuple[list[FunctionRecord], list[dict], StageCounters]:
     """The file's records, the failure rows of its unreadable lines, and the `read` stage's counters."""
     records, read_failures = read_function_records(path)
@@ -109,12 +144,25 @@ def read_counted(path: str) -> tuple[list[FunctionRecord], list[dict], StageCoun
     return records, read_failures, read
 
 
+def drop_keys(read_failures: list[dict], duplicates: list[dict], contaminated: list[dict]) -> list[list]:
+    """What names the driver's drops in a unit's fingerprint or key; the contaminated part only when there are
+    some, so a unit without them keeps the fingerprint it had before decontamination existed."""
+    keys: list[list] = [
+        [(row["input_ref"], row["message"]) for row in read_failures],
+        [(row["source_id"], row["duplicate_of"]) for row in duplicates],
+    ]
+    if contaminated:
+        keys.append([(row["dropped_id"], row["item_id"], row["rule"]) for row in contaminated])
+    return keys
+
+
 def chunk_units(
     records: list[FunctionRecord],
     read_failures: list[dict],
     duplicates: list[dict],
     counters: dict[str, StageCounters],
     chunk_size: int,
+    contaminated: list[dict],
 ) -> list[Unit]:
     """Consecutive records in file order, `chunk_size` a unit; unit 0 carries the driver's drops."""
     chunks = [records[start : start + chunk_size] for start in range(0, len(records), chunk_size)] or [[]]
@@ -127,29 +175,21 @@ def chunk_units(
                 [dict(row, unit_id=unit_id) for row in read_failures],
                 [dict(row, unit_id=unit_id) for row in duplicates],
                 counters,
+                [dict(row, unit_id=unit_id) for row in contaminated],
             )
         else:
             payload = Chunk(chunk, [], [], {})
-        units.append(
-            Unit(
-                index,
-                unit_id,
-                payload,
-                fingerprint(
-                    [(r.id, r.code, r.input, r.entry) for r in payload.records],
-                    [(row["input_ref"], row["message"]) for row in payload.read_failures],
-                    [(row["source_id"], row["duplicate_of"]) for row in payload.duplicates],
-                ),
-            )
-        )
+        records_key = [(r.id, r.code, r.input, r.entry) for r in payload.records]
+        drops = drop_keys(payload.read_failures, payload.duplicates, payload.contaminated)
+        units.append(Unit(index, unit_id, payload, fingerprint(records_key, *drops)))
     return units
 
 
 @dataclass(frozen=True)
 class FunctionsConfig(SandboxedConfig):
     """What a function-tracing job computes: the sandbox and the interpreter in it (`python`, a resolved path;
-    None: the sandbox's own), the chunking, the tracer's budgets and backend, the trajectory sampling and the
-    dedup parameters."""
+    None: the sandbox's own), the chunking, the tracer's budgets and backend, the trajectory sampling, the
+    dedup parameters and the benchmark files records are cleaned against (`decontaminate`)."""
 
     kind: ClassVar[str] = "functions"
     python: str | None = None
@@ -157,6 +197,7 @@ class FunctionsConfig(SandboxedConfig):
     trace: TraceSettings = field(default_factory=TraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     dedup: DedupSettings = field(default_factory=DedupSettings)
+    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
 
     def __post_init__(self):
         super().__post_init__()
@@ -199,6 +240,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
             help="run each record once more untraced and flag traces whose return value or exception differs",
         )
         add_sampling_arguments(parser)
+        add_decontaminate_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, FunctionsConfig]:
         trace = TraceSettings(
@@ -215,6 +257,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
             chunk_size=args.chunk_size,
             trace=trace,
             sampling=sampling_from(args),
+            decontaminate=decontaminator_from(args),
         )
 
     def preflight(self, config: FunctionsConfig) -> None:
@@ -224,7 +267,10 @@ class FunctionsKind(JobKind[FunctionsConfig]):
     def units(self, source: str, config: FunctionsConfig) -> list[Unit]:
         records, read_failures, read = read_counted(source)
         records, duplicates, dedup = find_duplicates(records, config.dedup)
-        return chunk_units(records, read_failures, duplicates, {"read": read, "dedup": dedup}, config.chunk_size)
+        counters, contaminated = {"read": read, "dedup": dedup}, []
+        if config.decontaminate.enabled:  # no `decontaminate` counters without benchmarks: the stats stay as they were
+            records, contaminated, counters["decontaminate"] = decontaminate(records, config.decontaminate)
+        return chunk_units(records, read_failures, duplicates, counters, config.chunk_size, contaminated)
 
     def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig, sink: UnitSink) -> StageOutput:
         """Trace one chunk in the sandbox, then sample trajectories from its traces."""
@@ -232,6 +278,7 @@ class FunctionsKind(JobKind[FunctionsConfig]):
         traced = trace_functions(payload.records, sandbox, config.trace, unit_id)
         sampled = sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)
         dropped = StageOutput(
-            {"failures": payload.read_failures, "duplicates": payload.duplicates}, dict(payload.counters)
+            {"failures": payload.read_failures, "duplicates": payload.duplicates, "contaminated": payload.contaminated},
+            dict(payload.counters),
         )
         return dropped + traced + sampled

@@ -1,5 +1,6 @@
 """What several kinds share, defined once: the sandbox setting and its option, the interpreter and tracer backend
-options, the repr options, the trajectory sampling options, the memory options of every job and the refresh."""
+options, the repr options, the trajectory sampling options, the decontamination options, the memory options of
+every job and the refresh."""
 
 import argparse
 import os
@@ -12,6 +13,7 @@ from pipeline.engine.errors import SetupError
 from pipeline.engine.memory import OOM_RETRIES
 from pipeline.sandbox import BACKENDS
 from pipeline.sandbox.interpreters import describe, resolve_python
+from pipeline.stages.decontaminate import Decontaminator
 from pipeline.stages.trace_functions import REPR_MODES, TRACER_BACKENDS, ReprLimits
 from pipeline.stages.trajectories import SamplingSettings
 
@@ -136,3 +138,28 @@ def add_memory_options(parser: argparse.ArgumentParser, default: str = "the kind
         default=OOM_RETRIES,
         help=f"times a unit stopped for memory is run again before it is recorded failed (default {OOM_RETRIES})",
     )
+
+
+def add_decontaminate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Benchmark files whose items' near-copies are dropped (pipeline/stages/decontaminate.py), and the MinHash
+    rule's threshold; both in the config hash."""
+    parser.add_argument(
+        "--decontaminate",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="benchmark JSONL files ({id, code, input, output, entry?}): drop what matches an item (MinHash of the "
+        "dedup's shingles, a shared 13-token run, or a function record's input and output); each drop is a "
+        "`contaminated` row",
+    )
+    parser.add_argument(
+        "--decontaminate-threshold",
+        type=float,
+        default=Decontaminator.threshold,
+        help="estimated Jaccard similarity from which code matches a benchmark item (default %(default)s)",
+    )
+
+
+def decontaminator_from(args: argparse.Namespace) -> Decontaminator:
+    """The benchmark files read and indexed on the driver (a ValueError names a bad file or line)."""
+    return Decontaminator.from_files(args.decontaminate, args.decontaminate_threshold)

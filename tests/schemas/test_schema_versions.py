@@ -22,6 +22,7 @@ PINNED = {
     "go_programs": (1, "79e3580c877158ad"),
     "packed": (1, "9e4be7a9df6946d5"),
     "repo_runs": (2, "e559700a409fcb79"),
+    "contaminated": (1, "f06ba028e2d2ae76"),
 }
 
 

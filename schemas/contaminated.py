@@ -1,0 +1,45 @@
+"""The `contaminated` table: one row per record, trace or trajectory dropped because its code matches an item of a
+benchmark file given to `--decontaminate` (pipeline/stages/decontaminate.py documents the rules)."""
+
+import pyarrow as pa
+
+from schemas.fields import field
+
+VERSION = 1
+
+SCHEMA = pa.schema(
+    [
+        field("unit_id", pa.string(), "the unit that recorded the drop", nullable=False),
+        field(
+            "table",
+            pa.string(),
+            "what was dropped: function_records (a record, before tracing) | traces (a repository trace, with the "
+            "trajectories it would have given) | trajectories (a trajectory left out of `pack`)",
+            nullable=False,
+        ),
+        field(
+            "dropped_id",
+            pa.string(),
+            "the dropped record's id, trace_id or trajectory_id",
+            nullable=False,
+        ),
+        field("source_id", pa.string(), "the source it came from: the record's id, or repo@commit:path:qualname"),
+        field("benchmark", pa.string(), "path of the benchmark file it matched, as given", nullable=False),
+        field("benchmark_sha256", pa.string(), "sha256 of that file's content (hex)", nullable=False),
+        field("item_id", pa.string(), "id of the benchmark item it matched", nullable=False),
+        field(
+            "rule",
+            pa.string(),
+            "minhash (estimated Jaccard similarity of the dedup's normalised shingles at or above the threshold) | "
+            "ngram (a shared run of 13 normalised tokens) | io (a function record's input and output equal the "
+            "item's)",
+            nullable=False,
+        ),
+        field(
+            "score",
+            pa.float64(),
+            "minhash: the estimated similarity; ngram: the share of the item's 13-token runs the code holds; io: 1.0",
+            nullable=False,
+        ),
+    ]
+)
