@@ -32,13 +32,15 @@ from typing import ClassVar
 
 import pyarrow.compute as pc
 
-from pipeline.engine.config import KindConfig
+from pipeline.engine.config import HASHED_WHEN_SET, KindConfig
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import Dataset, open_dataset, shard_batches, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.kinds.options import add_decontaminate_arguments, decontaminator_from
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
+from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
 from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
 from pipeline.stages.pack.go_examples import GoExamples, needed_runs
 from pipeline.stages.pack.packing import LOSS_MODES, Packer, PackSettings
@@ -53,8 +55,10 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class PackConfig(KindConfig):
     """How samples are made: their length and loss mask, the tokenizer (bytes, or a BPE of vocab_size), and the
-    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source), and
-    `unit_mb`: the most MiB of trajectories (uncompressed) one unit reads; a larger shard is split by row groups."""
+    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source),
+    `unit_mb`: the most MiB of trajectories (uncompressed) one unit reads (a larger shard is split by row groups),
+    and the benchmark files whose items' copies are left out (`decontaminate`: a trajectory whose trace's code
+    matches one)."""
 
     kind: ClassVar[str] = "pack"
     packing: PackSettings = field(default_factory=PackSettings)
@@ -62,6 +66,7 @@ class PackConfig(KindConfig):
     vocab_size: int = 8192
     holdout: float = 0.0
     unit_mb: int = 256
+    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
 
     def __post_init__(self):
         super().__post_init__()
@@ -159,6 +164,7 @@ class PackKind(JobKind[PackConfig]):
             default=PackConfig.holdout,
             help="share of sources (programs) left out of the samples, for tracegen evaluate (default 0)",
         )
+        add_decontaminate_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, PackConfig]:
         packing = PackSettings(seq_len=args.seq_len, loss=args.loss)
@@ -168,6 +174,7 @@ class PackKind(JobKind[PackConfig]):
             vocab_size=args.vocab_size,
             holdout=args.holdout,
             unit_mb=args.unit_mb,
+            decontaminate=decontaminator_from(args),
         )
 
     def units(self, source: str, config: PackConfig) -> list[Unit]:
@@ -217,6 +224,7 @@ class PackKind(JobKind[PackConfig]):
 
     def produce(self, payload: PackShards, unit_id: str, config: PackConfig, sink: UnitSink) -> StageOutput:
         counters = StageCounters("pack")
+        cleaner = TraceCleaner(config.decontaminate, unit_id)
         with counters.timed():
             tokenizer = PackTokenizer(payload.tokenizer)
             packer = Packer(tokenizer, config.packing, unit_id, lambda rows: sink.write("packed", rows))
@@ -224,30 +232,36 @@ class PackKind(JobKind[PackConfig]):
             if "go_next_event" in payload.shards:
                 documents = self._go_documents(payload, config, tokenizer, skipped)
             else:
-                documents = self._trajectory_documents(payload, config.holdout)
+                documents = self._trajectory_documents(payload, config.holdout, cleaner)
             packer.add_all(documents).finish()
         counters.n_in = packer.n_in + sum(skipped.values())
         counters.n_out = packer.n_out
         for reason, n in sorted((packer.dropped + skipped).items()):
             counters.drop(reason, n)
-        return StageOutput({"packed": []}, {"pack": counters})
+        return StageOutput({"packed": []}, {"pack": counters}) + cleaner.output()
 
     @staticmethod
-    def _trajectory_documents(payload: PackShards, holdout: float) -> Iterator[Document]:
-        """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources."""
-        kinds = {
-            row["trace_id"]: row["source_kind"]
-            for row in shard_rows(payload.root, payload.shards.get("traces", ()), ["trace_id", "source_kind"])
-        }
+    def _trajectory_documents(payload: PackShards, holdout: float, cleaner: TraceCleaner) -> Iterator[Document]:
+        """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources and
+        those whose trace's code matches a benchmark item (`cleaner`: each a `contaminated` row)."""
+        kinds, matches = {}, {}
+        columns = ["trace_id", "source_kind", "code"] if cleaner.decontaminator.enabled else ["trace_id", "source_kind"]
+        for batch in shard_batches(payload.root, payload.shards.get("traces", ()), columns, batch_rows=BATCH_ROWS):
+            traces = batch.to_pylist()
+            kinds.update((row["trace_id"], row["source_kind"]) for row in traces)
+            matches.update(cleaner.matches(traces))
         columns = ["trajectory_id", "trace_id", "source_id", "direction", "text"]
         for row in shard_rows(payload.root, payload.shards["trajectories"], columns, row_groups=payload.row_groups):
-            if not is_heldout(row["source_id"], holdout):
-                yield Document(
-                    "trajectories",
-                    row["trajectory_id"],
-                    trajectory_group(kinds.get(row["trace_id"], "unknown"), row["direction"]),
-                    trajectory_spans(row["text"]),
-                )
+            if is_heldout(row["source_id"], holdout):
+                continue
+            if not cleaner.drop([row], matches, "trajectories", "trajectory_id"):
+                continue  # a benchmark item's copy: its contaminated row is the cleaner's
+            yield Document(
+                "trajectories",
+                row["trajectory_id"],
+                trajectory_group(kinds.get(row["trace_id"], "unknown"), row["direction"]),
+                trajectory_spans(row["text"]),
+            )
 
     @staticmethod
     def _go_documents(

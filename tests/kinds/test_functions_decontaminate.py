@@ -1,6 +1,6 @@
-"""trace-functions --decontaminate end to end on a local Ray: planted near-copies of benchmark items are dropped
-before tracing, each a `contaminated` row naming the item, the file and its sha256; unrelated records are traced;
-the manifest records the benchmark set."""
+"""--decontaminate end to end on a local Ray: in trace-functions, planted near-copies of benchmark items are dropped
+before tracing, each a `contaminated` row naming the item, the file and its sha256, unrelated records are traced
+and the manifest records the benchmark set; in pack, the trajectories of such copies are left out."""
 
 import shutil
 
@@ -8,22 +8,31 @@ import pytest
 from decontam_fixtures import ITEMS, PLANTED, PLANTED_ITEM, SAME_IO, unrelated_functions, write_jsonl
 
 from pipeline.engine.job import run_job
+from pipeline.engine.reader import table_rows
 from pipeline.inspect import load_table, summarize
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
+from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.stages.decontaminate import Decontaminator
 from pipeline.stages.trace_functions import TraceSettings
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+TRACE = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
+KEPT = unrelated_functions(4)
 
 
-def test_planted_copies_are_dropped_and_recorded(tmp_path, ray_local):
-    benchmark = write_jsonl(tmp_path / "bench.jsonl", ITEMS)
-    kept = unrelated_functions(4)
-    corpus = write_jsonl(tmp_path / "functions.jsonl", kept[:2] + PLANTED + [SAME_IO] + kept[2:])
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> tuple[str, str]:
+    """(the benchmark file, a functions file: unrelated records with the planted copies among them)."""
+    root = tmp_path_factory.mktemp("decontaminate")
+    benchmark = write_jsonl(root / "bench.jsonl", ITEMS)
+    return benchmark, write_jsonl(root / "functions.jsonl", KEPT[:2] + PLANTED + [SAME_IO] + KEPT[2:])
+
+
+def test_planted_copies_are_dropped_and_recorded(files, tmp_path, ray_local):
+    benchmark, corpus = files
+    kept = KEPT
     decontaminator = Decontaminator.from_files([benchmark])
-    config = FunctionsConfig(
-        chunk_size=4, trace=TraceSettings(max_seconds=1.0, record_timeout_s=3.0), decontaminate=decontaminator
-    )
+    config = FunctionsConfig(chunk_size=4, trace=TRACE, decontaminate=decontaminator)
     out = str(tmp_path / "out")
     manifest = run_job(FunctionsKind(), corpus, config, out)
 
@@ -44,3 +53,22 @@ def test_planted_copies_are_dropped_and_recorded(tmp_path, ray_local):
     report = summarize(out)
     assert "contaminated: 4 dropped, against 1 benchmark file(s):" in report
     assert f"  {benchmark} (sha256 {sha256[:12]}): 4  io 1, minhash 3" in report
+
+
+def test_pack_leaves_out_the_trajectories_of_copies(files, tmp_path, ray_local):
+    """A dataset traced without decontamination, packed with it: the planted copies' trajectories are not in any
+    sample, each is a `contaminated` row (table trajectories) naming the item its trace's code matched."""
+    benchmark, corpus = files
+    traced = str(tmp_path / "traced")
+    run_job(FunctionsKind(), corpus, FunctionsConfig(chunk_size=4, trace=TRACE), traced)
+    source_of = {row["trajectory_id"]: row["source_id"] for row in table_rows(traced, "trajectories")}
+    packed = str(tmp_path / "packed")
+    manifest = run_job(PackKind(), traced, PackConfig(decontaminate=Decontaminator.from_files([benchmark])), packed)
+
+    in_samples = {doc_id for row in table_rows(packed, "packed") for doc_id in row["doc_ids"]}
+    assert PLANTED_ITEM.keys() <= set(source_of.values())
+    assert {source_of[doc_id] for doc_id in in_samples} == set(source_of.values()) - PLANTED_ITEM.keys()
+    rows = list(table_rows(packed, "contaminated"))
+    assert {row["dropped_id"] for row in rows} == {t for t, source in source_of.items() if source in PLANTED_ITEM}
+    assert all(row["item_id"] == PLANTED_ITEM[row["source_id"]] and row["table"] == "trajectories" for row in rows)
+    assert manifest["stats"]["decontaminate"]["dropped"] == {"contaminated_minhash": len(rows)}
