@@ -25,7 +25,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import UNHASHED
+from pipeline.engine.config import HASHED_WHEN_SET, UNHASHED
 from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
@@ -33,11 +33,13 @@ from pipeline.engine.orchestrate import map_tasks
 from pipeline.engine.stats import StageOutput
 from pipeline.kinds.options import (
     SandboxedConfig,
+    add_decontaminate_arguments,
     add_interpreter_arguments,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
     check_tracer_backend,
+    decontaminator_from,
     python_from,
     repr_limits_from,
     sampling_from,
@@ -46,6 +48,7 @@ from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repo_manifest import RepoSpec, read_repo_manifest
 from pipeline.sources.sdist.cache import SdistCache
+from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
 from pipeline.stages.repos.pieces import repo_pieces
 from pipeline.stages.repos.suite_run import RepoTraceSettings
 from pipeline.stages.repos.trace import trace_repo
@@ -59,14 +62,16 @@ def default_cache_dir() -> str:
 @dataclass(frozen=True)
 class ReposConfig(SandboxedConfig):
     """What a repository-tracing job computes (the sandbox and the Python its venvs are made from, `python`:
-    a resolved path, None = the sandbox's own; entry budgets and tracer backend, sampling) and where its
-    caches live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
+    a resolved path, None = the sandbox's own; entry budgets and tracer backend, sampling, the benchmark files
+    traces are cleaned against) and where its caches live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed;
+    '' = the defaults above)."""
 
     kind: ClassVar[str] = "repos"
     python: str | None = None
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     tests_per_unit: int = 2000
+    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
     cache_dir: str = field(default="", metadata=UNHASHED)
     work_dir: str = field(default="", metadata=UNHASHED)
     pip_cache_dir: str = field(default="", metadata=UNHASHED)
@@ -162,6 +167,7 @@ class ReposKind(JobKind[ReposConfig]):
         )
         add_tests_per_unit_argument(parser)
         add_sampling_arguments(parser)
+        add_decontaminate_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
         return args.manifest, ReposConfig(
@@ -176,6 +182,7 @@ class ReposKind(JobKind[ReposConfig]):
             sampling=sampling_from(args),
             tests_per_unit=args.tests_per_unit,
             cache_dir=args.cache_dir,
+            decontaminate=decontaminator_from(args),
         )
 
     def preflight(self, config: ReposConfig) -> None:
@@ -196,12 +203,16 @@ class ReposKind(JobKind[ReposConfig]):
 
     def produce(self, payload: RepoSpec, unit_id: str, config: ReposConfig, sink: UnitSink) -> StageOutput:
         """Trace one repository, sampling trajectories from each batch of traces as it is cut; both are written
-        batch by batch. What the repository does wrong is a failures row; what is wrong with this machine (no
-        sandbox, an unwritable cache) raises, so the unit stays unfinished and a re-run retries it."""
+        batch by batch. A trace whose entry function's code matches a benchmark item (`--decontaminate`) is
+        dropped before its trajectories are sampled, and is a `contaminated` row. What the repository does wrong
+        is a failures row; what is wrong with this machine (no sandbox, an unwritable cache) raises, so the unit
+        stays unfinished and a re-run retries it."""
         root, pip_cache = config.caches()
         sampler = TrajectorySampler(config.sampling, unit_id)
+        cleaner = TraceCleaner(config.decontaminate, unit_id)
 
         def emit(traces: list[dict]) -> None:
+            traces = cleaner.drop(traces, cleaner.matches(traces), "traces", "trace_id")
             sink.write("traces", traces)
             sink.write("trajectories", sampler.sample(traces))
 
@@ -216,4 +227,4 @@ class ReposKind(JobKind[ReposConfig]):
             sdists=SdistCache(os.path.join(root, "sdist")),
             emit=emit,
         )
-        return traced + sampler.output()
+        return traced + sampler.output() + cleaner.output()

@@ -1,7 +1,8 @@
 """`tracegen refresh` options → the config of each kind it runs → the refresh → its exit status.
 
-The per-kind options are the kinds' own (sandbox, repr mode, sampling), so a refresh computes what the
-separate jobs would, and each kind's config hash (hence which units re-run) moves only with its settings.
+The per-kind options are the kinds' own (sandbox, repr mode, sampling, the benchmark files of `--decontaminate`),
+so a refresh computes what the separate jobs would, and each kind's config hash (hence which units re-run) moves
+only with its settings.
 """
 
 import argparse
@@ -10,11 +11,13 @@ from pipeline.compact import add_compaction_options, compaction_from
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig
 from pipeline.kinds.options import (
+    add_decontaminate_arguments,
     add_interpreter_arguments,
     add_memory_options,
     add_repr_mode_argument,
     add_sampling_arguments,
     add_sandbox_argument,
+    decontaminator_from,
     python_from,
     repr_limits_from,
     sampling_from,
@@ -38,6 +41,7 @@ def add_refresh_arguments(parser: argparse.ArgumentParser) -> None:
     add_repr_mode_argument(parser)
     add_tests_per_unit_argument(parser)
     add_sampling_arguments(parser)
+    add_decontaminate_arguments(parser)
     parser.add_argument("--cache-dir", default="", help="git mirrors and pip downloads (default ~/.cache/tracegen)")
     parser.add_argument("--workers", type=int, default=None, help="local Ray CPUs (default: all cores)")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of a local one")
@@ -51,6 +55,7 @@ def configs_from(args: argparse.Namespace) -> RefreshConfigs:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     reprs, sampling = repr_limits_from(args), sampling_from(args)
     python, backend = python_from(args), args.tracer_backend
+    decontaminator = decontaminator_from(args)  # read once: the functions and the repos kinds share it
     return RefreshConfigs(
         functions=FunctionsConfig(
             sandbox=args.sandbox,
@@ -58,6 +63,7 @@ def configs_from(args: argparse.Namespace) -> RefreshConfigs:
             chunk_size=args.chunk_size,
             trace=TraceSettings(reprs=reprs, tracer_backend=backend),
             sampling=sampling,
+            decontaminate=decontaminator,
         ),
         repos=ReposConfig(
             sandbox=args.sandbox,
@@ -66,6 +72,7 @@ def configs_from(args: argparse.Namespace) -> RefreshConfigs:
             sampling=sampling,
             tests_per_unit=args.tests_per_unit,
             cache_dir=args.cache_dir,
+            decontaminate=decontaminator,
         ),
         go=GoConfig(sandbox=args.sandbox, go=GoSettings(runs=args.go_runs)),
     )

@@ -18,7 +18,7 @@ from git import GitCommandError
 from git.cmd import Git
 
 from pipeline.engine.executor import fingerprint
-from pipeline.kinds.functions import Chunk, FunctionsConfig, find_duplicates, read_counted
+from pipeline.kinds.functions import Chunk, FunctionsConfig, decontaminate, drop_keys, find_duplicates, read_counted
 from pipeline.kinds.go import GoConfig, program_units
 from pipeline.kinds.repos import ReposConfig, piece_suffix, plan_repos
 from pipeline.refresh.sources import Sources
@@ -117,10 +117,14 @@ def record_hash(record: FunctionRecord) -> str:
 def function_units(path: str, config: FunctionsConfig, published: list[dict]) -> list[PlannedUnit]:
     """The units of one functions file: the published chunks all of whose records are still there (kept
     by key), new chunks of the records no kept chunk covers, and one unit for the rows the driver drops
-    (unreadable lines, near-duplicates). Dedup runs over the whole file in file order, as a from-scratch
-    job's does, so a new record is checked against everything already published."""
+    (unreadable lines, near-duplicates, copies of benchmark items). Dedup runs over the whole file in file order,
+    as a from-scratch job's does, so a new record is checked against everything already published; so does
+    decontamination, so a published chunk that holds a record the benchmark set now matches is not kept."""
     records, read_failures, read = read_counted(path)
     kept, duplicates, dedup = find_duplicates(records, config.dedup)
+    counters, contaminated = {"read": read, "dedup": dedup}, []
+    if config.decontaminate.enabled:
+        kept, contaminated, counters["decontaminate"] = decontaminate(kept, config.decontaminate)
     hashes = {record_hash(record): record for record in kept}
     planned, covered = [], set()
     for unit in published:
@@ -138,20 +142,15 @@ def function_units(path: str, config: FunctionsConfig, published: list[dict]) ->
         planned.append(
             PlannedUnit(key, "trace-functions", f"functions:{key[:12]}", Chunk(chunk, [], [], {}), covers, path)
         )
-    if read_failures or duplicates:
-        key = fingerprint(
-            "functions-dropped",
-            path,
-            config.hash(),
-            [(row["input_ref"], row["message"]) for row in read_failures],
-            [(row["source_id"], row["duplicate_of"]) for row in duplicates],
-        )
+    if read_failures or duplicates or contaminated:
+        key = fingerprint("functions-dropped", path, config.hash(), *drop_keys(read_failures, duplicates, contaminated))
         unit_id = f"functions:{key[:12]}"
         payload = Chunk(
             [],
             [dict(row, unit_id=unit_id) for row in read_failures],
             [dict(row, unit_id=unit_id) for row in duplicates],
-            {"read": read, "dedup": dedup},
+            counters,
+            [dict(row, unit_id=unit_id) for row in contaminated],
         )
         planned.append(PlannedUnit(key, "trace-functions", unit_id, payload, source=path))
     return planned
