@@ -2,6 +2,7 @@
 before tracing, each a `contaminated` row naming the item, the file and its sha256, unrelated records are traced
 and the manifest records the benchmark set; in pack, the trajectories of such copies are left out."""
 
+import argparse
 import shutil
 
 import pytest
@@ -12,6 +13,8 @@ from pipeline.engine.reader import table_rows
 from pipeline.inspect import load_table, summarize
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.pack import PackConfig, PackKind
+from pipeline.kinds.repos import ReposKind
+from pipeline.refresh.command import add_refresh_arguments, configs_from
 from pipeline.stages.decontaminate import Decontaminator
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -72,3 +75,22 @@ def test_pack_leaves_out_the_trajectories_of_copies(files, tmp_path, ray_local):
     assert {row["dropped_id"] for row in rows} == {t for t, source in source_of.items() if source in PLANTED_ITEM}
     assert all(row["item_id"] == PLANTED_ITEM[row["source_id"]] and row["table"] == "trajectories" for row in rows)
     assert manifest["stats"]["decontaminate"]["dropped"] == {"contaminated_minhash": len(rows)}
+
+
+def test_the_option_of_each_command_reads_the_benchmark_files_into_its_config(files):
+    """trace-functions, trace-repos and pack take --decontaminate FILE... and --decontaminate-threshold; refresh
+    gives its functions and repos kinds the same decontaminator."""
+    benchmark, _ = files
+    options = ["--decontaminate", benchmark, "--decontaminate-threshold", "0.9"]
+    for kind, source in ((FunctionsKind(), "--input"), (ReposKind(), "--manifest"), (PackKind(), "--data")):
+        parser = argparse.ArgumentParser()
+        kind.add_arguments(parser)
+        _, config = kind.configure(parser.parse_args([source, "x", *options]))
+        decontaminate = config.decontaminate
+        assert [b.path for b in decontaminate.benchmarks] == [benchmark] and decontaminate.threshold == 0.9
+        assert len(decontaminate.index.items) == len(ITEMS)
+    parser = argparse.ArgumentParser()
+    add_refresh_arguments(parser)
+    configs = configs_from(parser.parse_args(["--sources", "s", "--root", "r", *options]))
+    assert configs.functions.decontaminate is configs.repos.decontaminate
+    assert configs.functions.decontaminate.benchmarks[0].path == benchmark
