@@ -102,9 +102,11 @@ def plots(uri: str, manifest: dict, history: list[dict]) -> list[Plot]:
         ]
         title = "tests traced per repository (% of those passing untraced)"
         out.append(Plot("repo_yield.png", title, "% of passing tests", ratios[:40]))
-    per_benchmark = [(f"{path} ({sha256[:8]})", n) for path, sha256, n, _ in contaminated_counts(uri, manifest)]
+    per_benchmark = [
+        (f"{os.path.basename(path)} ({sha256[:8]})", n) for path, sha256, n, _ in contaminated_counts(uri, manifest)
+    ]
     if per_benchmark:
-        out.append(Plot("contaminated.png", "dropped as benchmark copies, per benchmark file", "rows", per_benchmark))
+        out.append(Plot("contaminated.png", "benchmark copies dropped", "rows", per_benchmark))
     runs = load_table(uri, "go_runs")
     if runs is not None:
         out.append(Plot("go_status.png", "Go runs by status", "runs", counts(runs, "status")))

@@ -17,6 +17,7 @@ from pipeline.kinds.repos import ReposKind
 from pipeline.refresh.command import add_refresh_arguments, configs_from
 from pipeline.stages.decontaminate import Decontaminator
 from pipeline.stages.trace_functions import TraceSettings
+from pipeline.version_report import plots
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 TRACE = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
@@ -56,6 +57,8 @@ def test_planted_copies_are_dropped_and_recorded(files, tmp_path, ray_local):
     report = summarize(out)
     assert "contaminated: 4 dropped, against 1 benchmark file(s):" in report
     assert f"  {benchmark} (sha256 {sha256[:12]}): 4  io 1, minhash 3" in report
+    drawn = {plot.name: plot.bars for plot in plots(out, manifest, [])}
+    assert drawn["contaminated.png"] == [(f"bench.jsonl ({sha256[:8]})", 4)]
 
 
 def test_pack_leaves_out_the_trajectories_of_copies(files, tmp_path, ray_local):
