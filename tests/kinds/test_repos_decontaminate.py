@@ -21,18 +21,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 PIP_CACHE = os.path.join(tempfile.gettempdir(), "tracegen-test-pip-cache")  # shared with test_repos.py
 
 COPIES = {
-    "pyproject.toml": """
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "copies"
-        version = "0.1.0"
-
-        [tool.pytest.ini_options]
-        testpaths = ["tests"]
-        """,
+    "pyproject.toml": fixtures.CALC["pyproject.toml"].replace('name = "calc"', 'name = "copies"'),
     "src/copies/__init__.py": "",
     "src/copies/ops.py": """
         def rank_counts(values):
