@@ -104,13 +104,25 @@ class Model:
         """Whether `text` appended to the document in `cache` leaves room for at least one predicted token."""
         return cache.length + len(self.tokenizer.encode(text)) < self.config.seq_len
 
-    def next_state_text(self, last_logits: torch.Tensor, cache: DecodeCache, max_new_tokens: int) -> str:
-        """Greedy continuation (from the logits of the prompt's last token) through one state's closing token;
-        decodes on a fork of `cache`, which stays the true prompt's."""
+    def next_state_text(
+        self,
+        last_logits: torch.Tensor,
+        cache: DecodeCache,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> str:
+        """The continuation (from the logits of the prompt's last token) through one state's closing token:
+        greedy, or sampled at `temperature` > 0 with `generator`; decodes on a fork of `cache`, which stays
+        the true prompt's."""
         draft, new, logits = cache.fork(), [], last_logits
         with torch.no_grad():
             for _ in range(max_new_tokens):
-                token = int(logits.argmax())
+                if temperature > 0:
+                    probabilities = torch.softmax(logits.float() / temperature, dim=-1)
+                    token = int(torch.multinomial(probabilities, 1, generator=generator))
+                else:
+                    token = int(logits.argmax())
                 new.append(token)
                 if token in self.stops or draft.length >= self.config.seq_len:
                     break

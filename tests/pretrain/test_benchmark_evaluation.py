@@ -1,0 +1,112 @@
+"""`tracegen evaluate --benchmark`: a model trained to memorise a few functions scores 1.0 on their output and
+input prediction and an untrained one 0.0; a predicted input that exits the process, loops forever or
+allocates without bound fails its item and the evaluation goes on."""
+
+import json
+
+import pytest
+from training_helpers import train, train_untrained
+
+from pipeline.debugger.policy import PolicyConfig
+from pipeline.engine.job import run_job
+from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
+from pipeline.kinds.pack import PackConfig, PackKind
+from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark, pass_at_k
+from pipeline.pretrain.benchmark_items import call_input, execute, same_value
+from pipeline.sandbox import make_sandbox
+from pipeline.sources.function_records import FunctionRecord
+from pipeline.stages.pack.packing import PackSettings
+from pipeline.stages.trace_functions import TraceSettings
+from pipeline.stages.trajectories import SamplingSettings
+
+ITEMS = [
+    {"id": "add_then_double", "code": "def f(x):\n    y = x + 3\n    return y * 2\n", "input": "4", "output": "14"},
+    {
+        "id": "count_down",
+        "code": "def f(n):\n    while n > 0:\n        n -= 2\n    return n\n",
+        "input": "5",
+        "output": "-1",
+    },
+    {
+        "id": "shout",
+        "code": "def shout(s, times):\n    return (s.upper() + '!') * times\n",
+        "input": "'hi', 2",
+        "output": "'HI!HI!'",
+        "entry": "shout",
+    },
+]
+# Training shows each item exactly what the benchmark asks: step_return from the entry call, inv_step_call from
+# the entry's return.
+ASKED = PolicyConfig(
+    forward_mixture=((1.0, (("step_return", 1.0),)),), inverse_mixture=((1.0, (("inv_step_call", 1.0),)),)
+)
+
+
+@pytest.fixture(scope="module")
+def benchmark_file(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("benchmark") / "items.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in ITEMS))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def memorised_run(benchmark_file, tmp_path_factory, ray_local) -> str:
+    """A tiny model trained on the benchmark items' own trajectories until it knows them."""
+    base = tmp_path_factory.mktemp("benchmark-run")
+    config = FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1, policy=ASKED))
+    run_job(FunctionsKind(), benchmark_file, config, str(base / "data"))
+    run_job(PackKind(), str(base / "data"), PackConfig(packing=PackSettings(seq_len=256)), str(base / "packed"))
+    train(str(base / "packed"), str(base / "run"), 200, warmup_steps=10, weight_decay=0.0, log_every=50)
+    return str(base / "run")
+
+
+def test_a_memorised_model_scores_one_and_an_untrained_one_zero(memorised_run, benchmark_file, tmp_path):
+    out = tmp_path / "learned.json"
+    learned = evaluate_benchmark(memorised_run, benchmark_file, str(out), sandbox="process", per_item=True)
+    assert learned["items"] == 3 and learned["not_scored"] == {}
+    assert learned["output"] == {"items": 3, "pass@1": 1.0}
+    assert learned["input"] == {"items": 3, "pass@1": 1.0}
+    assert [row["input"]["pass"] for row in learned["per_item"]] == [True, True, True]
+    assert {row["id"]: row["output"]["predicted"] for row in learned["per_item"]}["shout"] == "'HI!HI!'"
+    assert sum(row["items"] for row in learned["by_trace_length"].values()) == 3
+    assert json.loads(out.read_text()) == learned
+    table = benchmark_table(learned)
+    assert "output (step_return)" in table and "input (inv_step_call)" in table
+
+    untrained_run = train_untrained(memorised_run, str(tmp_path / "untrained"))
+    untrained = evaluate_benchmark(
+        untrained_run, benchmark_file, str(tmp_path / "untrained.json"), sandbox="process", decoding=Decoding(samples=3)
+    )
+    assert untrained["output"]["pass@1"] == 0.0 and untrained["input"]["pass@1"] == 0.0
+    assert set(untrained["output"]["sampled_pass@k"]) == {"1", "3"}
+
+
+def test_a_hostile_or_endless_predicted_input_fails_its_item_and_the_rest_still_run():
+    item = FunctionRecord("ident", "def f(x):\n    return x\n", "1", "f", "test:1", "[1, 2]")
+    predictions = [
+        "__import__('os')._exit(3)",
+        "(lambda: [None for _ in iter(int, 1)])()",  # never ends
+        "[0] * (1 << 40)",  # allocates without bound
+        "(lambda: [n for n in iter(int, 1)])() + 1 / 0",
+        "[1, 2]",
+        "[1, 3]",
+        "",  # no argument: f() raises TypeError
+    ]
+    settings = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
+    results = execute([(item, text) for text in predictions], make_sandbox("process"), settings)
+    assert [passed for passed, _ in results] == [False, False, False, False, True, False, False]
+
+
+def test_predicted_arguments_bind_by_position_then_by_name():
+    code = "def f(a, /, b, *rest, c, **more):\n    return a\n"
+    arguments = {"a": "1", "b": "[2]", "rest": "(3, 4)", "c": "'x'", "more": "{'k': 5}", "stray": "0"}
+    text = call_input(code, "f", arguments)
+    assert eval(f"(lambda *a, **k: (a, k))({text}\n)") == ((1, [2], 3, 4), {"c": "x", "k": 5})
+    assert eval(f"dict({call_input('g = len', 'g', {'x': '1'})})") == {"x": 1}
+
+
+def test_answers_compare_as_literals_and_pass_at_k_is_unbiased():
+    assert same_value("'a'", '"a"') and same_value("[1, (2,)]", "[1, (2,)]")
+    assert not same_value("f(1)", "f(1)") and not same_value(None, "1") and not same_value("1", "2")
+    assert pass_at_k(5, 0, 1) == 0.0 and pass_at_k(5, 5, 3) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 2) == pytest.approx(0.5)
