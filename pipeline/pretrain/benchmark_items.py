@@ -152,24 +152,32 @@ def call_input(code: str, entry: str, arguments: dict) -> str:
     parameters in order (by keyword after one is missing), `*args` unpacked, keyword-only ones by name,
     `**kwargs` unpacked; names the entry's signature does not have are dropped. Without a top-level `def` of
     the entry in the code, every value is passed by keyword."""
+    values = {name: _argument(text) for name, text in arguments.items()}
     signature = _signature(code, entry)
     if signature is None:
-        return ", ".join(f"{name}=({value}\n)" for name, value in arguments.items())
+        return ", ".join(f"{name}={value}" for name, value in values.items())
     positional, star, keyword_only, double_star = signature
     parts, by_keyword = [], False
     for name in positional:
-        if name not in arguments:
+        if name not in values:
             by_keyword = True
-        elif by_keyword:
-            parts.append(f"{name}=({arguments[name]}\n)")
         else:
-            parts.append(f"({arguments[name]}\n)")
-    if star in arguments:
-        parts.append(f"*({arguments[star]}\n)")
-    parts += [f"{name}=({arguments[name]}\n)" for name in keyword_only if name in arguments]
-    if double_star in arguments:
-        parts.append(f"**({arguments[double_star]}\n)")
+            parts.append(f"{name}={values[name]}" if by_keyword else values[name])
+    if star in values:
+        parts.append(f"*{values[star]}")
+    parts += [f"{name}={values[name]}" for name in keyword_only if name in values]
+    if double_star in values:
+        parts.append(f"**{values[double_star]}")
     return ", ".join(parts)
+
+
+def _argument(text: str) -> str:
+    """A predicted value as one argument: as written when it is a literal's own repr, else parenthesised
+    (with the closing parenthesis on its own line, so a trailing `# comment` cannot hide it)."""
+    ok, value = literal(text)
+    if ok and repr(value) == text.strip():
+        return text.strip()
+    return f"({text}\n)"
 
 
 def _signature(code: str, entry: str) -> tuple[list[str], str | None, list[str], str | None] | None:

@@ -7,6 +7,7 @@ import json
 import pytest
 from training_helpers import train, train_untrained
 
+from pipeline.cli import main
 from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
@@ -79,6 +80,22 @@ def test_a_memorised_model_scores_one_and_an_untrained_one_zero(memorised_run, b
     )
     assert untrained["output"]["pass@1"] == 0.0 and untrained["input"]["pass@1"] == 0.0
     assert set(untrained["output"]["sampled_pass@k"]) == {"1", "3"}
+
+
+def test_the_command_prints_the_table_and_refuses_data_with_a_benchmark(
+    memorised_run, benchmark_file, tmp_path, capsys
+):
+    out = tmp_path / "cli.json"
+    argv = ["evaluate", "--run", memorised_run, "--benchmark", benchmark_file, "--out", str(out)]
+    assert main([*argv, "--sandbox", "process", "--samples", "2", "--temperature", "0.5", "--per-item"]) == 0
+    printed = capsys.readouterr().out
+    assert "input (inv_step_call)        3    1.000" in printed and "shout: output pass" in printed
+    assert json.loads(out.read_text())["decoding"]["samples"] == 2
+    with pytest.raises(SystemExit):
+        main([*argv, "--data", str(tmp_path)])
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert main([*argv, "--sandbox", "process", "--samples", "2", "--temperature", "0"]) == 2
+    assert "--temperature must be > 0" in capsys.readouterr().err
 
 
 def test_a_hostile_or_endless_predicted_input_fails_its_item_and_the_rest_still_run():
