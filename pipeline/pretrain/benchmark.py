@@ -33,6 +33,7 @@ from pipeline.pretrain.evaluate import Model
 from pipeline.pretrain.model import DecodeCache
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.benchmark import read_benchmark
+from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.trace_functions import TraceSettings
 
 TASKS = {"output": "output (step_return)", "output_breakpoint": "output (breakpoint)", "input": "input (inv_step_call)"}
@@ -115,53 +116,69 @@ def score_items(
     model: Model, prompts: list[ItemPrompts], decoding: Decoding, sandbox, settings: TraceSettings
 ) -> list[Scored]:
     """Decode every item's answers and check them (input answers executed in the sandbox, all at once)."""
-    generator = torch.Generator(device=model.device).manual_seed(decoding.seed)
-    temperatures, limit = decoding.temperatures(), decoding.max_new_tokens
+    decode = Decoder(model, decoding)
     scored, calls = [], {}
     for item_prompts in prompts:
-        item, entry = item_prompts.item, Scored(item_prompts)
-        assert item.output is not None
+        entry = Scored(item_prompts)
         if item_prompts.problem is not None:
-            entry.tasks = {task: [Attempt(None, note=item_prompts.problem)] * len(temperatures) for task in TASKS}
-            del entry.tasks["output_breakpoint"]
-            scored.append(entry)
-            continue
-        for task, prompt, decode in (
-            ("output", item_prompts.output, continuations),
-            ("output_breakpoint", item_prompts.breakpoint, route_continuations),
-        ):
-            if prompt is None:
-                continue
-            texts = decode(model, prompt, temperatures, generator, limit)
-            if texts is None:
-                entry.tasks[task] = [Attempt(None, note=TOO_LONG) for _ in temperatures]
-                continue
-            values = [returned_value(text) for text in texts]
-            entry.tasks[task] = [
-                Attempt(v, same_value(v, item.output), "" if v is not None else "not one return state") for v in values
-            ]
-        assert item_prompts.input is not None
-        texts = continuations(model, item_prompts.input, temperatures, generator, limit)
-        if texts is None:
-            entry.tasks["input"] = [Attempt(None, note=TOO_LONG) for _ in temperatures]
+            failed = [Attempt(None, note=item_prompts.problem)] * len(decode.temperatures)
+            entry.tasks = {"output": failed, "input": failed}
         else:
-            attempts = []
-            for text in texts:
-                arguments = predicted_arguments(text)
-                if arguments is None:
-                    attempts.append(Attempt(None, note="not one call state"))
-                    continue
-                attempt = Attempt(call_input(item.code, item.entry, arguments))
-                calls.setdefault((item.id, attempt.predicted), (item, attempt.predicted, []))[2].append(attempt)
-                attempts.append(attempt)
-            entry.tasks["input"] = attempts
+            for task, prompt, route in (
+                ("output", item_prompts.output, False),
+                ("output_breakpoint", item_prompts.breakpoint, True),
+            ):
+                if prompt is not None:
+                    entry.tasks[task] = output_attempts(item_prompts.item, decode(prompt, route))
+            assert item_prompts.input is not None
+            entry.tasks["input"] = input_attempts(item_prompts.item, decode(item_prompts.input), calls)
         scored.append(entry)
     pending = list(calls.values())
-    results = execute([(item, text) for item, text, _ in pending], sandbox, settings)
-    for (_, _, attempts), (passed, note) in zip(pending, results, strict=True):
-        for attempt in attempts:
-            attempt.passed, attempt.note = passed, note
+    if pending:
+        results = execute([(item, text) for item, text, _ in pending], sandbox, settings)
+        for (_, _, attempts), (passed, note) in zip(pending, results, strict=True):
+            for attempt in attempts:
+                attempt.passed, attempt.note = passed, note
     return scored
+
+
+class Decoder:
+    """The model's answers to a prompt: greedy, then `decoding.samples` sampled; None: the prompt is too long."""
+
+    def __init__(self, model: Model, decoding: Decoding):
+        self.model, self.limit = model, decoding.max_new_tokens
+        self.temperatures = decoding.temperatures()
+        self.generator = torch.Generator(device=model.device).manual_seed(decoding.seed)
+
+    def __call__(self, prompt: str, route: bool = False) -> list[str] | None:
+        decode = route_continuations if route else continuations
+        return decode(self.model, prompt, self.temperatures, self.generator, self.limit)
+
+
+def output_attempts(item: FunctionRecord, texts: list[str] | None) -> list[Attempt]:
+    """The predicted return states' values, each checked against the item's `output`."""
+    if texts is None:
+        return [Attempt(None, note=TOO_LONG)]
+    assert item.output is not None
+    values = [returned_value(text) for text in texts]
+    return [Attempt(v, same_value(v, item.output), "" if v is not None else "not one return state") for v in values]
+
+
+def input_attempts(item: FunctionRecord, texts: list[str] | None, calls: dict) -> list[Attempt]:
+    """The predicted call states' arguments as argument text; each one that parses is added to `calls`
+    ((item id, text) -> (item, text, its attempts)), to be run once in the sandbox."""
+    if texts is None:
+        return [Attempt(None, note=TOO_LONG)]
+    attempts = []
+    for text in texts:
+        arguments = predicted_arguments(text)
+        if arguments is None:
+            attempts.append(Attempt(None, note="not one call state"))
+            continue
+        attempt = Attempt(call_input(item.code, item.entry, arguments))
+        calls.setdefault((item.id, attempt.predicted), (item, attempt.predicted, []))[2].append(attempt)
+        attempts.append(attempt)
+    return attempts
 
 
 def task_summary(scored: list[Scored], task: str, samples: int) -> dict | None:

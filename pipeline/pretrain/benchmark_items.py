@@ -22,6 +22,7 @@ loops or allocates without bound fails its item; nothing it does stops the evalu
 import ast
 from dataclasses import dataclass, replace
 
+from pipeline.debugger.actions import apply_forward, apply_inverse
 from pipeline.debugger.events import Trace, TraceShapeError
 from pipeline.debugger.language import ACTIONS, Action, LanguageError, State, parse_state, serialize
 from pipeline.debugger.render import forward_episode, inverse_episode
@@ -35,6 +36,7 @@ UNIT = "benchmark"
 # Caps of the executed call's return value (the tracer renders it): wide, so an answer is compared whole.
 RESULT_REPRS = {"max_chars": 4096, "max_items": 256, "max_depth": 16}
 STEP_RETURN = ACTIONS["step_return"]
+INV_STEP_CALL = Action("inv_step_call")
 
 
 @dataclass(frozen=True)
@@ -100,33 +102,38 @@ def item_prompts(item: FunctionRecord, row: dict) -> ItemPrompts:
     trace, forward, end = walked
     returned = trace.args[end]
     agrees = same_value(returned, item.output)
-    step_return = Action("step_return")
-    opening = forward_episode(trace, forward, [0, end], [step_return])
-    output_prompt = _prompt(serialize(opening), 2)
-    target = trace.sources[end]
-    landing = forward.lines_by_source.get(target, [None])[0]
+    output_actions = [Action("step_return")]
+    output_prompt = _opening(serialize(forward_episode(trace, forward, _walk(forward, output_actions), output_actions)))
+    route_actions = [Action("breakpoint", trace.sources[end]), Action("step_return")]
+    route = _walk(forward, route_actions)
     breakpoint_prompt = None
-    if landing is not None and forward.act_call[landing] == 0:
-        route = forward_episode(trace, forward, [0, landing, end], [Action("breakpoint", target), step_return])
-        breakpoint_prompt = _prompt(serialize(route), 2)
+    if route[-1] == end:  # not when the return line is first reached in a deeper call (a recursion)
+        breakpoint_prompt = _opening(serialize(forward_episode(trace, forward, route, route_actions)))
     inverse = build_inverse(trace, forward)
-    call = inverse.call[0]
-    back = inverse_episode(trace, forward, inverse, [0, call], [Action("inv_step_call")])
+    back = inverse_episode(trace, forward, inverse, [0, apply_inverse(inverse, 0, "inv_step_call")], [INV_STEP_CALL])
     shown = returned if agrees else item.output  # the tracer's rendering when it is the benchmark's value
     back = back._replace(states=(back.states[0]._replace(arg=shown), *back.states[1:]))
     return ItemPrompts(
         item,
         output=output_prompt,
         breakpoint=breakpoint_prompt,
-        input=_prompt(serialize(back), 2),
+        input=_opening(serialize(back)),
         trace_length=end - 1,
         output_agrees=agrees,
     )
 
 
-def _prompt(text: str, spans: int) -> str:
-    """The first `spans` spans of a trajectory's text: the prompt, then the first action."""
-    return "".join(span.text for span in trajectory_spans(text)[:spans])
+def _walk(forward: ForwardTree, actions: list[Action]) -> list[int]:
+    """The nodes a forward walk from the entry call visits, by the debugger's own transitions."""
+    nodes = [0]
+    for action in actions:
+        nodes.append(apply_forward(forward, nodes[-1], action.name, action.target))
+    return nodes
+
+
+def _opening(text: str) -> str:
+    """A trajectory's prompt (the context and its first state) and its first action: its first two spans."""
+    return "".join(span.text for span in trajectory_spans(text)[:2])
 
 
 def returned_value(state_text: str) -> str | None:

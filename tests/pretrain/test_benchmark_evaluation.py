@@ -13,7 +13,7 @@ from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark, pass_at_k
-from pipeline.pretrain.benchmark_items import call_input, execute, same_value
+from pipeline.pretrain.benchmark_items import call_input, execute, same_value, trace_items
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.pack.packing import PackSettings
@@ -112,6 +112,20 @@ def test_a_hostile_or_endless_predicted_input_fails_its_item_and_the_rest_still_
     settings = TraceSettings(max_seconds=1.0, record_timeout_s=3.0)
     results = execute([(item, text) for text in predictions], make_sandbox("process"), settings)
     assert [passed for passed, _ in results] == [False, False, False, False, True, False, False]
+
+
+def test_items_give_prompts_cut_from_their_traces_or_say_why_not():
+    items = (
+        FunctionRecord("deeper", "def f(n):\n    if n > 0:\n        f(n - 1)\n    return n\n", "1", "f", "t:1", "1"),
+        FunctionRecord("raises", "def f(x):\n    return 1 / x\n", "0", "f", "t:2", "0"),
+    )
+    deeper, raises = trace_items(items, make_sandbox("process"), TraceSettings())
+    assert deeper.output is not None and deeper.input is not None
+    assert deeper.output.endswith('<|call_sep|>{"n": "1"}<|action_sep|>def f(n):<|frame_sep|><|step_return|>')
+    assert deeper.input.endswith('<|action_sep|>    return n<|arg_sep|>"1"<|frame_sep|><|inv_step_call|>')
+    assert deeper.trace_length == 7  # if, the call f(0) and its 4 events, if's sibling: 7 between call and return
+    assert not deeper.route_applies  # `return n` is first reached inside f(0): its step_return is not the entry's
+    assert raises.problem is not None and "did not return (exit error)" in raises.problem
 
 
 def test_predicted_arguments_bind_by_position_then_by_name():
