@@ -78,19 +78,20 @@ def same_value(predicted: str | None, expected: str) -> bool:
 
 def trace_items(items: tuple[FunctionRecord, ...], sandbox: Sandbox, settings: TraceSettings) -> list[ItemPrompts]:
     """Every item traced in the sandbox (the functions job's stage) and its prompts, in item order."""
-    traced = trace_functions(list(items), sandbox, settings, UNIT)
+    return [
+        ItemPrompts(item, problem=f"the item could not be traced ({row})")
+        if isinstance(row, str)
+        else item_prompts(item, row)
+        for item, row in zip(items, traced_rows(list(items), sandbox, settings), strict=True)
+    ]
+
+
+def traced_rows(records: list[FunctionRecord], sandbox: Sandbox, settings: TraceSettings) -> list[dict | str]:
+    """Per record, in order, its `traces` row from the functions job's stage, or why it has none."""
+    traced = trace_functions(records, sandbox, settings, UNIT)
     rows = {row["source_id"]: row for row in traced.rows("traces")}
-    failures = {row["source_id"]: row for row in traced.rows("failures")}
-    prompts = []
-    for item in items:
-        row = rows.get(item.id)
-        if row is None:
-            failure = failures.get(item.id)
-            why = f"{failure['error_type']}: {failure['message']}" if failure else "no trace"
-            prompts.append(ItemPrompts(item, problem=f"the item could not be traced ({why})"))
-            continue
-        prompts.append(item_prompts(item, row))
-    return prompts
+    failures = {row["source_id"]: f"{row['error_type']}: {row['message']}" for row in traced.rows("failures")}
+    return [rows.get(record.id) or failures.get(record.id, "no trace") for record in records]
 
 
 def item_prompts(item: FunctionRecord, row: dict) -> ItemPrompts:
@@ -222,17 +223,9 @@ def execute(
         FunctionRecord(f"{item.id}#{n}", item.code, text, item.entry, f"{item.input_ref}#{n}")
         for n, (item, text) in enumerate(calls)
     ]
-    traced = trace_functions(records, sandbox, execution_settings(settings), UNIT)
-    rows = {row["source_id"]: row for row in traced.rows("traces")}
-    failures = {row["source_id"]: row for row in traced.rows("failures")}
     results = []
-    for record, (item, _) in zip(records, calls, strict=True):
-        row = rows.get(record.id)
-        if row is None:
-            failure = failures.get(record.id)
-            results.append((False, f"{failure['error_type']}: {failure['message']}" if failure else "no result"))
-            continue
-        walked = entry_return(row)
+    for row, (item, _) in zip(traced_rows(records, sandbox, execution_settings(settings)), calls, strict=True):
+        walked = row if isinstance(row, str) else entry_return(row)
         if isinstance(walked, str):
             results.append((False, walked))
             continue

@@ -18,6 +18,8 @@ example's, with the same window on the prefix for the model's `seq_len` (pipelin
 Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
 every source (e.g. to check that a model memorised its training set).
+
+A benchmark file instead of a dataset (`--benchmark`, CruxEval-style pass@k): pipeline/pretrain/benchmark.py.
 """
 
 import json
