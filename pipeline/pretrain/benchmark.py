@@ -207,18 +207,20 @@ def horizon_bucket(length: int | None) -> str:
     return f">={low}"
 
 
-def by_horizon(scored: list[Scored]) -> dict:
-    """Greedy pass@1 of output and input prediction per trace-length bucket, shortest first."""
+def by_horizon(scored: list[Scored]) -> list[dict]:
+    """Greedy pass@1 of output and input prediction per trace-length bucket, shortest first (a list, so the
+    results file keeps that order)."""
     buckets: dict[str, list[Scored]] = {}
     for entry in sorted(scored, key=lambda e: -1 if e.prompts.trace_length is None else e.prompts.trace_length):
         buckets.setdefault(horizon_bucket(entry.prompts.trace_length), []).append(entry)
-    return {
-        name: {
+    return [
+        {
+            "bucket": name,
             "items": len(entries),
             **{task: sum(e.tasks[task][0].passed for e in entries) / len(entries) for task in ("output", "input")},
         }
         for name, entries in buckets.items()
-    }
+    ]
 
 
 def item_row(entry: Scored) -> dict:
@@ -302,8 +304,8 @@ def benchmark_table(results: dict) -> str:
             cells = "".join(f"{sampled[k]:>12.3f}" for k in ks)
             lines.append(f"{name:<24}{summary['items']:>6}{summary['pass@1']:>9.3f}{cells}")
     lines.append(f"{'trace length':<24}{'items':>6}{'output':>9}{'input':>9}")
-    for bucket, row in results["by_trace_length"].items():
-        lines.append(f"{bucket:<24}{row['items']:>6}{row['output']:>9.3f}{row['input']:>9.3f}")
+    for row in results["by_trace_length"]:
+        lines.append(f"{row['bucket']:<24}{row['items']:>6}{row['output']:>9.3f}{row['input']:>9.3f}")
     if results["not_scored"]:
         lines.append(f"not scored (counted as failed): {len(results['not_scored'])} items, see not_scored")
     for row in results.get("per_item", []):
