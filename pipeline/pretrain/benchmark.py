@@ -32,7 +32,7 @@ from pipeline.pretrain.benchmark_items import (
 from pipeline.pretrain.evaluate import Model
 from pipeline.pretrain.model import DecodeCache
 from pipeline.sandbox import make_sandbox
-from pipeline.sources.benchmark import read_benchmark
+from pipeline.sources.benchmark import Benchmark, read_benchmark
 from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -208,8 +208,8 @@ def horizon_bucket(length: int | None) -> str:
 
 
 def by_horizon(scored: list[Scored]) -> list[dict]:
-    """Greedy pass@1 of output and input prediction per trace-length bucket, shortest first (a list, so the
-    results file keeps that order)."""
+    """Greedy pass@1 of output and input prediction (those scored) per trace-length bucket, shortest first (a
+    list, so the results file keeps that order)."""
     buckets: dict[str, list[Scored]] = {}
     for entry in sorted(scored, key=lambda e: -1 if e.prompts.trace_length is None else e.prompts.trace_length):
         buckets.setdefault(horizon_bucket(entry.prompts.trace_length), []).append(entry)
@@ -217,7 +217,11 @@ def by_horizon(scored: list[Scored]) -> list[dict]:
         {
             "bucket": name,
             "items": len(entries),
-            **{task: sum(e.tasks[task][0].passed for e in entries) / len(entries) for task in ("output", "input")},
+            **{
+                task: sum(e.tasks[task][0].passed for e in entries) / len(entries)
+                for task in ("output", "input")
+                if all(task in e.tasks for e in entries)
+            },
         }
         for name, entries in buckets.items()
     ]
@@ -259,19 +263,27 @@ def evaluate_benchmark(
     box = make_sandbox(sandbox, python=python)
     prompts = trace_items(benchmark.items, box, trace)
     scored = score_items(model, prompts, decoding, box, trace)
-    results: dict = {
+    header = {
         "run": os.path.abspath(run),
         "step": model.step,
-        "benchmark": os.path.abspath(benchmark_path),
-        "benchmark_sha256": benchmark.sha256,
-        "items": len(benchmark.items),
         "decoding": {
             "samples": decoding.samples,
             "temperature": decoding.temperature if decoding.samples else None,
             "seed": decoding.seed,
             "max_new_tokens": decoding.max_new_tokens,
         },
-        **{task: task_summary(scored, task, decoding.samples) for task in TASKS},
+    }
+    return write_results(out, header, benchmark, scored, decoding.samples, per_item)
+
+
+def write_results(out: str, header: dict, benchmark: Benchmark, scored: list[Scored], samples: int, per_item: bool):
+    """The results of scored items (after `header`: what was scored and how), written to `out` and returned."""
+    results: dict = {
+        **header,
+        "benchmark": os.path.abspath(benchmark.path),
+        "benchmark_sha256": benchmark.sha256,
+        "items": len(benchmark.items),
+        **{task: task_summary(scored, task, samples) for task in TASKS},
         "by_trace_length": by_horizon(scored),
         "not_scored": {
             e.prompts.item.id: e.prompts.problem or TOO_LONG
@@ -292,20 +304,23 @@ def benchmark_table(results: dict) -> str:
     """The console table of `tracegen evaluate --benchmark`."""
     samples = results["decoding"]["samples"]
     ks = [] if not samples else list((results["output"] or {}).get("sampled_pass@k", {}))
+    scored = f"step {results['step']}" if "step" in results else f"{results['dialect']} completions"
     lines = [
-        f"step {results['step']}, benchmark {os.path.basename(results['benchmark'])} "
+        f"{scored}, benchmark {os.path.basename(results['benchmark'])} "
         f"(sha256 {results['benchmark_sha256'][:12]}), {results['items']} items",
         f"{'task':<24}{'items':>6}{'pass@1':>9}" + "".join(f"{'s-pass@' + k:>12}" for k in ks),
     ]
     for task, name in TASKS.items():
         summary = results.get(task)
+        name = f"output ({results['dialect']} trace)" if task == "output" and "dialect" in results else name
         if summary:
             sampled = summary.get("sampled_pass@k", {})
             cells = "".join(f"{sampled[k]:>12.3f}" for k in ks)
             lines.append(f"{name:<24}{summary['items']:>6}{summary['pass@1']:>9.3f}{cells}")
     lines.append(f"{'trace length':<24}{'items':>6}{'output':>9}{'input':>9}")
     for row in results["by_trace_length"]:
-        lines.append(f"{row['bucket']:<24}{row['items']:>6}{row['output']:>9.3f}{row['input']:>9.3f}")
+        cells = "".join(f"{row[task]:>9.3f}" if task in row else f"{'-':>9}" for task in ("output", "input"))
+        lines.append(f"{row['bucket']:<24}{row['items']:>6}{cells}")
     if results["not_scored"]:
         lines.append(f"not scored (counted as failed): {len(results['not_scored'])} items, see not_scored")
     for row in results.get("per_item", []):

@@ -47,6 +47,7 @@ class ItemPrompts:
     output: str | None = None  # context, the entry's call frame, <|step_return|>
     breakpoint: str | None = None  # context, the call frame, <|breakpoint|> on the return line
     input: str | None = None  # context, the return frame holding `output`, <|inv_step_call|>
+    cwm: str | None = None  # CWM's trace-prediction prompt: the context and the call frame (the cwm dialect)
     trace_length: int | None = None  # events between the entry's call and its return
     problem: str | None = None
     output_agrees: bool = True  # the traced return value equals `output` (else the item itself is wrong)
@@ -104,7 +105,8 @@ def item_prompts(item: FunctionRecord, row: dict) -> ItemPrompts:
     returned = trace.args[end]
     agrees = same_value(returned, item.output)
     output_actions = [Action("step_return")]
-    output_prompt = _opening(serialize(forward_episode(trace, forward, _walk(forward, output_actions), output_actions)))
+    opening = forward_episode(trace, forward, _walk(forward, output_actions), output_actions)
+    output_prompt = _opening(serialize(opening))
     route_actions = [Action("breakpoint", trace.sources[end]), Action("step_return")]
     route = _walk(forward, route_actions)
     breakpoint_prompt = None
@@ -119,6 +121,7 @@ def item_prompts(item: FunctionRecord, row: dict) -> ItemPrompts:
         output=output_prompt,
         breakpoint=breakpoint_prompt,
         input=_opening(serialize(back)),
+        cwm=serialize(opening._replace(states=opening.states[:1], actions=()), "cwm"),
         trace_length=end - 1,
         output_agrees=agrees,
     )

@@ -7,6 +7,7 @@ import importlib
 import json
 from dataclasses import fields
 
+from pipeline.debugger.language import DIALECTS
 from pipeline.engine.errors import SetupError
 from pipeline.kinds.options import (
     add_interpreter_arguments,
@@ -73,7 +74,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", required=True, help="a run directory of tracegen pretrain")
+    parser.add_argument("--run", help="a run directory of tracegen pretrain (all but --dialect cwm)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--data", help="a dataset with trajectories (and Go tables): ROOT or DIR")
     what.add_argument(
@@ -88,6 +89,14 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     benchmark.add_argument("--temperature", type=float, default=0.8, help="the temperature of --samples")
     benchmark.add_argument("--seed", type=int, default=0, help="the seed of --samples")
     benchmark.add_argument("--per-item", action="store_true", help="each item's answers in the results and table")
+    benchmark.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="debugger",
+        help="cwm: for a model of CWM's trace format, not a run: --out gets the prompts, or with --completions the "
+        "results",
+    )
+    benchmark.add_argument("--completions", help="--dialect cwm: JSONL {id, completion} of the prompts to score")
     add_sandbox_argument(parser)  # these three: how --benchmark items are traced and predicted inputs run
     add_interpreter_arguments(parser)
     add_repr_mode_argument(parser)
@@ -95,6 +104,12 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     require_train_extra("evaluate")
+    cwm = args.dialect == "cwm"
+    if cwm != (args.run is None) or (args.completions and not cwm) or (cwm and not args.benchmark):
+        raise ValueError(
+            "give --run (a tracegen pretrain run) with --data or --benchmark; or --dialect cwm with --benchmark "
+            "(and --completions to score), without --run"
+        )
     if args.benchmark:
         return run_benchmark(args)
     from pipeline.pretrain.evaluate import evaluate, results_table
@@ -110,20 +125,29 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def run_benchmark(args: argparse.Namespace) -> int:
     """`tracegen evaluate --benchmark`: items traced (and predicted inputs run) as `trace-functions` would."""
     from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark
+    from pipeline.pretrain.benchmark_cwm import score_cwm_completions, write_cwm_prompts
 
     python = python_from(args)
     check_sandbox(args.sandbox, python)
     check_tracer_backend(args.sandbox, python, args.tracer_backend)
-    results = evaluate_benchmark(
-        args.run,
-        args.benchmark,
-        args.out,
-        decoding=Decoding(args.samples, args.temperature, args.seed, args.max_new_tokens),
-        sandbox=args.sandbox,
-        python=python,
-        trace=TraceSettings(reprs=repr_limits_from(args), tracer_backend=args.tracer_backend),
-        per_item=args.per_item,
-    )
+    tracing = {
+        "sandbox": args.sandbox,
+        "python": python,
+        "trace": TraceSettings(reprs=repr_limits_from(args), tracer_backend=args.tracer_backend),
+    }
+    if args.dialect == "cwm" and not args.completions:
+        missing = write_cwm_prompts(args.benchmark, args.out, **tracing)
+        for item, why in missing.items():
+            print(f"no prompt for {item}: {why}")
+        print(f"cwm prompts -> {args.out}")
+        return 0
+    if args.dialect == "cwm":
+        results = score_cwm_completions(args.benchmark, args.completions, args.out, per_item=args.per_item, **tracing)
+    else:
+        decoding = Decoding(args.samples, args.temperature, args.seed, args.max_new_tokens)
+        results = evaluate_benchmark(
+            args.run, args.benchmark, args.out, decoding=decoding, per_item=args.per_item, **tracing
+        )
     print(benchmark_table(results))
     print(f"results -> {args.out}")
     return 0

@@ -13,6 +13,7 @@ from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark, pass_at_k
+from pipeline.pretrain.benchmark_cwm import entry_return_value
 from pipeline.pretrain.benchmark_items import call_input, execute, same_value, trace_items
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.function_records import FunctionRecord
@@ -96,6 +97,40 @@ def test_the_command_prints_the_table_and_refuses_data_with_a_benchmark(
     assert "not allowed with argument" in capsys.readouterr().err
     assert main([*argv, "--sandbox", "process", "--samples", "2", "--temperature", "0"]) == 2
     assert "--temperature must be > 0" in capsys.readouterr().err
+
+
+def test_a_cwm_model_is_scored_from_its_completions_of_the_exported_prompts(benchmark_file, tmp_path, capsys):
+    prompts_file, completions_file, out = tmp_path / "prompts.jsonl", tmp_path / "done.jsonl", tmp_path / "r.json"
+    cwm = ["evaluate", "--benchmark", benchmark_file, "--dialect", "cwm", "--sandbox", "process"]
+    assert main([*cwm, "--out", str(prompts_file)]) == 0
+    prompts = [json.loads(line) for line in prompts_file.read_text().splitlines()]
+    assert [p["id"] for p in prompts] == [item["id"] for item in ITEMS]
+    assert prompts[0]["prompt"].endswith('<|call_sep|>{"x": "4"}<|action_sep|>def f(x):<|frame_sep|>')
+    right = (
+        '<|line_sep|>{"x": "4"}<|action_sep|>    y = x + 3<|frame_sep|>'
+        '<|line_sep|>{"x": "4", "y": "7"}<|action_sep|>    return y * 2<|frame_sep|>'
+        '<|return_sep|><|action_sep|>    return y * 2<|arg_sep|>"14"<|frame_sep|><|end_of_text|>'
+    )
+    wrong = '<|return_sep|><|action_sep|>    return n<|arg_sep|>"3"<|frame_sep|>'
+    lines = [{"id": "add_then_double", "completion": right}, {"id": "count_down", "completion": wrong}]
+    completions_file.write_text("".join(json.dumps(line) + "\n" for line in lines))  # shout: no completion
+    assert main([*cwm, "--completions", str(completions_file), "--out", str(out), "--per-item"]) == 0
+    results = json.loads(out.read_text())
+    assert results["output"] == {"items": 3, "pass@1": pytest.approx(1 / 3)} and results["input"] is None
+    assert [row["output"]["predicted"] for row in results["per_item"]] == ["14", "3", None]
+    assert "cwm completions" in capsys.readouterr().out
+    assert main([*cwm, "--completions", str(completions_file), "--out", str(out), "--run", "run"]) == 2
+
+
+def test_the_entry_return_frame_of_a_cwm_completion_is_found_past_nested_calls():
+    nested = (
+        '<|line_sep|>{"n": "1"}<|action_sep|>    f(n - 1)<|frame_sep|><|call_sep|>{"n": "0"}<|action_sep|>def f(n):'
+        '<|frame_sep|><|return_sep|><|action_sep|>    return n<|arg_sep|>"0"<|frame_sep|>'
+        '<|return_sep|><|action_sep|>    return n<|arg_sep|>"1"<|frame_sep|><|end_of_text|>'
+    )
+    assert entry_return_value(nested) == "1"
+    assert entry_return_value(nested.split("<|return_sep|>")[0]) is None
+    assert entry_return_value("<|line_sep|>not json<|action_sep|>x<|frame_sep|>") is None
 
 
 def test_a_hostile_or_endless_predicted_input_fails_its_item_and_the_rest_still_run():
