@@ -139,7 +139,12 @@ COMMANDS = (
     Command("report", "write report.html and PNG plots beside a version's manifest", add_report_arguments, run_report),
     Command("compact", "merge a dataset's small shards into large files", add_compact_arguments, run_compact),
     Command("pretrain", "train the neural debugger on a packed dataset", add_pretrain_arguments, run_pretrain),
-    Command("evaluate", "score a trained model per action (and on Go)", add_evaluate_arguments, run_evaluate),
+    Command(
+        "evaluate",
+        "score a trained model per action (and on Go), or on a --benchmark file",
+        add_evaluate_arguments,
+        run_evaluate,
+    ),
 )
 
 

@@ -7,8 +7,19 @@ import importlib
 import json
 from dataclasses import fields
 
+from pipeline.debugger.language import DIALECTS
 from pipeline.engine.errors import SetupError
+from pipeline.kinds.options import (
+    add_interpreter_arguments,
+    add_repr_mode_argument,
+    add_sandbox_argument,
+    check_tracer_backend,
+    python_from,
+    repr_limits_from,
+)
 from pipeline.pretrain.config import EVALUATION_SPLITS, GO_OBJECTIVES, TrainConfig
+from pipeline.sandbox import check_sandbox
+from pipeline.stages.trace_functions import TraceSettings
 
 TRAIN_MODULES = ("torch", "ray.train.torch")  # what the train extra (pyproject.toml) installs, as imported
 
@@ -63,21 +74,80 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", required=True, help="a run directory of tracegen pretrain")
-    parser.add_argument("--data", required=True, help="a dataset with trajectories (and Go tables): ROOT or DIR")
+    parser.add_argument("--run", help="a run directory of tracegen pretrain (all but --dialect cwm)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--data", help="a dataset with trajectories (and Go tables): ROOT or DIR")
+    what.add_argument(
+        "--benchmark", help="a JSONL benchmark in CruxEval's shape ({id, code, input, output, entry?}): pass@1/pass@k"
+    )
     parser.add_argument("--out", required=True, help="the results JSON file")
     parser.add_argument("--split", choices=EVALUATION_SPLITS, default="heldout", help="held-out sources only, or all")
     parser.add_argument("--max-cuts", type=int, default=2000, help="cut points scored at most")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens decoded per predicted state")
+    benchmark = parser.add_argument_group("--benchmark only")
+    benchmark.add_argument("--samples", type=int, default=0, help="answers sampled per item and task, for pass@k")
+    benchmark.add_argument("--temperature", type=float, default=0.8, help="the temperature of --samples")
+    benchmark.add_argument("--seed", type=int, default=0, help="the seed of --samples")
+    benchmark.add_argument("--per-item", action="store_true", help="each item's answers in the results and table")
+    benchmark.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="debugger",
+        help="cwm: for a model of CWM's trace format, not a run: --out gets the prompts, or with --completions the "
+        "results",
+    )
+    benchmark.add_argument("--completions", help="--dialect cwm: JSONL {id, completion} of the prompts to score")
+    add_sandbox_argument(parser)  # these three: how --benchmark items are traced and predicted inputs run
+    add_interpreter_arguments(parser)
+    add_repr_mode_argument(parser)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     require_train_extra("evaluate")
+    cwm = args.dialect == "cwm"
+    if cwm != (args.run is None) or (args.completions and not cwm) or (cwm and not args.benchmark):
+        raise ValueError(
+            "give --run (a tracegen pretrain run) with --data or --benchmark; or --dialect cwm with --benchmark "
+            "(and --completions to score), without --run"
+        )
+    if args.benchmark:
+        return run_benchmark(args)
     from pipeline.pretrain.evaluate import evaluate, results_table
 
     results = evaluate(
         args.run, args.data, args.out, split=args.split, max_cuts=args.max_cuts, max_new_tokens=args.max_new_tokens
     )
     print(results_table(results))
+    print(f"results -> {args.out}")
+    return 0
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    """`tracegen evaluate --benchmark`: items traced (and predicted inputs run) as `trace-functions` would."""
+    from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark
+    from pipeline.pretrain.benchmark_cwm import score_cwm_completions, write_cwm_prompts
+
+    python = python_from(args)
+    check_sandbox(args.sandbox, python)
+    check_tracer_backend(args.sandbox, python, args.tracer_backend)
+    tracing = {
+        "sandbox": args.sandbox,
+        "python": python,
+        "trace": TraceSettings(reprs=repr_limits_from(args), tracer_backend=args.tracer_backend),
+    }
+    if args.dialect == "cwm" and not args.completions:
+        missing = write_cwm_prompts(args.benchmark, args.out, **tracing)
+        for item, why in missing.items():
+            print(f"no prompt for {item}: {why}")
+        print(f"cwm prompts -> {args.out}")
+        return 0
+    if args.dialect == "cwm":
+        results = score_cwm_completions(args.benchmark, args.completions, args.out, per_item=args.per_item, **tracing)
+    else:
+        decoding = Decoding(args.samples, args.temperature, args.seed, args.max_new_tokens)
+        results = evaluate_benchmark(
+            args.run, args.benchmark, args.out, decoding=decoding, per_item=args.per_item, **tracing
+        )
+    print(benchmark_table(results))
     print(f"results -> {args.out}")
     return 0

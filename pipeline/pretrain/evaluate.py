@@ -18,6 +18,8 @@ example's, with the same window on the prefix for the model's `seq_len` (pipelin
 Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
 every source (e.g. to check that a model memorised its training set).
+
+A benchmark file instead of a dataset (`--benchmark`, CruxEval-style pass@k): pipeline/pretrain/benchmark.py.
 """
 
 import json
@@ -104,13 +106,25 @@ class Model:
         """Whether `text` appended to the document in `cache` leaves room for at least one predicted token."""
         return cache.length + len(self.tokenizer.encode(text)) < self.config.seq_len
 
-    def next_state_text(self, last_logits: torch.Tensor, cache: DecodeCache, max_new_tokens: int) -> str:
-        """Greedy continuation (from the logits of the prompt's last token) through one state's closing token;
-        decodes on a fork of `cache`, which stays the true prompt's."""
+    def next_state_text(
+        self,
+        last_logits: torch.Tensor,
+        cache: DecodeCache,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> str:
+        """The continuation (from the logits of the prompt's last token) through one state's closing token:
+        greedy, or sampled at `temperature` > 0 with `generator`; decodes on a fork of `cache`, which stays
+        the true prompt's."""
         draft, new, logits = cache.fork(), [], last_logits
         with torch.no_grad():
             for _ in range(max_new_tokens):
-                token = int(logits.argmax())
+                if temperature > 0:
+                    probabilities = torch.softmax(logits.float() / temperature, dim=-1)
+                    token = int(torch.multinomial(probabilities, 1, generator=generator))
+                else:
+                    token = int(logits.argmax())
                 new.append(token)
                 if token in self.stops or draft.length >= self.config.seq_len:
                     break

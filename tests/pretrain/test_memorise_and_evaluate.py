@@ -2,22 +2,11 @@
 (near 0%) on the same trajectories, and the loss of a real training run goes down."""
 
 import json
-import os
 
 import pytest
+from training_helpers import train, train_untrained
 
-from pipeline.pretrain.config import TrainConfig
 from pipeline.pretrain.evaluate import evaluate
-from pipeline.pretrain.launch import check_run_config
-from pipeline.pretrain.train import train_worker
-
-
-def train(packed: str, out: str, steps: int, **settings) -> list[dict]:
-    config = TrainConfig(data=packed, out=out, steps=steps, global_batch_size=4, checkpoint_every=steps, **settings)
-    check_run_config(config)
-    train_worker(config.as_dict())
-    with open(os.path.join(out, "metrics.jsonl")) as handle:
-        return [json.loads(line) for line in handle]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +25,7 @@ def test_training_lowers_the_loss_and_logs_each_step(memorised):
 def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memorised, tiny_dataset, tmp_path):
     run, _ = memorised
     learned = evaluate(run, tiny_dataset, str(tmp_path / "learned.json"), split="all")
-    untrained_run = str(tmp_path / "untrained")
-    train(memorised_packed(run), untrained_run, 1, lr=1e-9, warmup_steps=0)
+    untrained_run = train_untrained(run, str(tmp_path / "untrained"))
     untrained = evaluate(untrained_run, tiny_dataset, str(tmp_path / "untrained.json"), split="all")
     assert learned["per_action"].keys() == untrained["per_action"].keys()
     assert {"step_into", "inv_step_call"} <= learned["per_action"].keys()
@@ -53,8 +41,3 @@ def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memori
 def test_a_held_out_evaluation_needs_data_packed_with_a_holdout(memorised, tiny_dataset, tmp_path):
     with pytest.raises(ValueError, match="--holdout"):
         evaluate(memorised[0], tiny_dataset, str(tmp_path / "r.json"))
-
-
-def memorised_packed(run: str) -> str:
-    with open(os.path.join(run, "config.json")) as handle:
-        return json.load(handle)["data"]
