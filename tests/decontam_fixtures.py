@@ -5,30 +5,32 @@ import json
 import random
 from pathlib import Path
 
-# Benchmark items: CruxEval-sized functions, each with its input and the literal of what f returns.
+# Benchmark items, written for these tests: small functions of a benchmark's size, each with its input and the
+# literal of what f returns.
 ITEMS = [
     {
-        "id": "sample_0",
-        "code": "def f(nums):\n    output = []\n    for n in nums:\n        output.append((nums.count(n), n))\n"
-        "    output.sort(reverse=True)\n    return output\n",
-        "input": "[1, 1, 3, 1, 3, 1]",
-        "output": "[(4, 1), (4, 1), (4, 1), (4, 1), (2, 3), (2, 3)]",
+        "id": "bench_0",
+        "code": "def f(words):\n    lengths = {}\n    for word in words:\n        size = len(word)\n"
+        "        lengths[size] = lengths.get(size, 0) + 1\n"
+        "    ranked = sorted(lengths.items(), key=lambda pair: (-pair[1], pair[0]))\n    return ranked\n",
+        "input": "['ab', 'cd', 'efg', 'h']",
+        "output": "[(2, 2), (1, 1), (3, 1)]",
     },
     {
-        "id": "sample_1",
-        "code": "def f(text, value):\n    new_text = list(text)\n    try:\n        new_text.append(value)\n"
-        "        length = len(new_text)\n    except IndexError:\n        length = 0\n"
-        "    return '[' + str(length) + ']'\n",
-        "input": "'abv', 'a'",
-        "output": "'[4]'",
+        "id": "bench_1",
+        "code": "def f(items, index):\n    picked = list(items)\n    try:\n        picked.pop(index)\n"
+        "        size = len(picked)\n    except IndexError:\n        size = -1\n"
+        "    return '<' + str(size) + '>'\n",
+        "input": "'wxyz', 2",
+        "output": "'<3>'",
     },
     {
-        "id": "sample_2",
-        "code": "def f(text):\n    result = ''\n    mid = (len(text) - 1) // 2\n    for i in range(mid):\n"
-        "        result += text[i]\n    for i in range(mid, len(text) - 1):\n"
-        "        result += text[mid + len(text) - 1 - i]\n    return result.ljust(len(text), text[-1])\n",
-        "input": "'eat!'",
-        "output": "'e!t!'",
+        "id": "bench_2",
+        "code": "def f(word):\n    built = ''\n    half = len(word) // 2\n    for i in range(half):\n"
+        "        built += word[i].upper()\n    for i in range(half, len(word)):\n"
+        "        built += word[len(word) - 1 - i + half]\n    return built.center(len(word) + 2, '*')\n",
+        "input": "'spin'",
+        "output": "'*SPni*'",
     },
 ]
 
@@ -36,29 +38,30 @@ ITEMS = [
 PLANTED = [
     {
         "id": "planted_renamed_0",
-        "code": "def f(values):\n    pairs = []\n    for v in values:\n        pairs.append((values.count(v), v))\n"
-        "    pairs.sort(reverse=True)\n    return pairs\n",
-        "input": "[2, 2, 5]",
+        "code": "def f(tokens):\n    counts = {}\n    for tok in tokens:\n        width = len(tok)\n"
+        "        counts[width] = counts.get(width, 0) + 1\n"
+        "    order = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))\n    return order\n",
+        "input": "['a', 'bb', 'cc']",
     },
     {
         "id": "planted_reformatted_1",
-        "code": "def f(text,value):\n\n    new_text=list( text )\n    try:\n        new_text.append( value )\n"
-        "        length=len(new_text)  # how long\n    except IndexError:\n        length=0\n"
-        "    return '['+str(length)+']'\n",
-        "input": "'xyz', 'q'",
+        "code": "def f(items,index):\n\n    picked=list( items )\n    try:\n        picked.pop( index )\n"
+        "        size=len(picked)  # what is left\n    except IndexError:\n        size=-1\n"
+        "    return '<'+str(size)+'>'\n",
+        "input": "'pq', 5",
     },
     {
         "id": "planted_constant_2",
-        "code": "def f(s):\n    out = ''\n    mid = (len(s) - 1) // 3\n    for i in range(mid):\n        out += s[i]\n"
-        "    for i in range(mid, len(s) - 1):\n        out += s[mid + len(s) - 1 - i]\n"
-        "    return out.ljust(len(s), s[-1])\n",
-        "input": "'hello!'",
+        "code": "def f(w):\n    out = ''\n    half = len(w) // 3\n    for i in range(half):\n"
+        "        out += w[i].upper()\n    for i in range(half, len(w)):\n"
+        "        out += w[len(w) - 1 - i + half]\n    return out.center(len(w) + 2, '*')\n",
+        "input": "'planet'",
     },
 ]
-PLANTED_ITEM = {"planted_renamed_0": "sample_0", "planted_reformatted_1": "sample_1", "planted_constant_2": "sample_2"}
+PLANTED_ITEM = {"planted_renamed_0": "bench_0", "planted_reformatted_1": "bench_1", "planted_constant_2": "bench_2"}
 
 # A record with its own code whose input and output are an item's (the io rule).
-SAME_IO = {"id": "same_io_1", "code": "def f(a, b):\n    return '[4]'\n", "input": "'abv',  'a'", "output": "'[4]'"}
+SAME_IO = {"id": "same_io_1", "code": "def f(a, b):\n    return '<3>'\n", "input": "'wxyz',  2", "output": "'<3>'"}
 
 NAMES = ("total", "acc", "count", "value", "step", "limit", "result", "best", "seen", "item", "score", "width")
 

@@ -45,7 +45,7 @@ def test_planted_copies_are_dropped_and_recorded(files, tmp_path, ray_local):
     contaminated = load_table(out, "contaminated")
     assert contaminated is not None
     rows = {row["dropped_id"]: row for row in contaminated.to_dicts()}
-    assert {k: row["item_id"] for k, row in rows.items()} == {**PLANTED_ITEM, SAME_IO["id"]: "sample_1"}
+    assert {k: row["item_id"] for k, row in rows.items()} == {**PLANTED_ITEM, SAME_IO["id"]: "bench_1"}
     sha256 = decontaminator.benchmarks[0].sha256
     for row in rows.values():
         assert (row["table"], row["benchmark"], row["benchmark_sha256"]) == ("function_records", benchmark, sha256)

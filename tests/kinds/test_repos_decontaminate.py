@@ -24,22 +24,23 @@ COPIES = {
     "pyproject.toml": fixtures.CALC["pyproject.toml"].replace('name = "calc"', 'name = "copies"'),
     "src/copies/__init__.py": "",
     "src/copies/ops.py": """
-        def rank_counts(values):
-            pairs = []
-            for v in values:
-                pairs.append((values.count(v), v))
-            pairs.sort(reverse=True)
-            return pairs
+        def rank_counts(tokens):
+            counts = {}
+            for tok in tokens:
+                width = len(tok)
+                counts[width] = counts.get(width, 0) + 1
+            order = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            return order
 
 
-        def fold(s):
+        def fold(w):
             out = ''
-            mid = (len(s) - 1) // 3
-            for i in range(mid):
-                out += s[i]
-            for i in range(mid, len(s) - 1):
-                out += s[mid + len(s) - 1 - i]
-            return out.ljust(len(s), s[-1])
+            half = len(w) // 3
+            for i in range(half):
+                out += w[i].upper()
+            for i in range(half, len(w)):
+                out += w[len(w) - 1 - i + half]
+            return out.center(len(w) + 2, '*')
 
 
         def running_max(xs):
@@ -54,11 +55,11 @@ COPIES = {
 
 
         def test_rank_counts():
-            assert rank_counts([2, 2, 5]) == [(2, 2), (2, 2), (1, 5)]
+            assert rank_counts(['a', 'bb', 'cc']) == [(2, 2), (1, 1)]
 
 
         def test_fold():
-            assert fold('hello!') == 'h!oll!'
+            assert fold('planet') == '*PLtena*'
 
 
         def test_running_max():
@@ -87,7 +88,7 @@ def test_copies_in_a_repository_are_dropped_and_recorded(tmp_path, ray_local):
     assert "running_max" in sampled and not sampled & {"rank_counts", "fold"}
     rows = list(table_rows(out, "contaminated"))
     assert {(row["source_id"], row["item_id"], row["rule"]) for row in rows} == {
-        (f"copies@{commit}:src/copies/ops.py:rank_counts", "sample_0", "minhash"),
-        (f"copies@{commit}:src/copies/ops.py:fold", "sample_2", "minhash"),
+        (f"copies@{commit}:src/copies/ops.py:rank_counts", "bench_0", "minhash"),
+        (f"copies@{commit}:src/copies/ops.py:fold", "bench_2", "minhash"),
     }
     assert all(row["table"] == "traces" and row["benchmark"] == decontaminator.benchmarks[0].path for row in rows)

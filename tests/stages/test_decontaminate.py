@@ -29,13 +29,13 @@ def test_planted_near_copies_match_the_item_they_copy(decontaminator):
 
 def test_an_item_inside_a_longer_function_matches_by_a_shared_13_token_run(decontaminator):
     found = decontaminator.match(EMBEDDED["code"], EMBEDDED["input"])
-    assert found is not None and (found.item_id, found.rule) == ("sample_2", "ngram")
+    assert found is not None and (found.item_id, found.rule) == ("bench_2", "ngram")
     assert 0.0 < found.score <= 1.0
 
 
 def test_a_record_with_an_items_input_and_output_matches_by_io(decontaminator):
     found = decontaminator.match(SAME_IO["code"], SAME_IO["input"], SAME_IO["output"])
-    assert found is not None and (found.item_id, found.rule, found.score) == ("sample_1", "io", 1.0)
+    assert found is not None and (found.item_id, found.rule, found.score) == ("bench_1", "io", 1.0)
     assert decontaminator.match(SAME_IO["code"], SAME_IO["input"], "'[5]'") is None
     assert decontaminator.match(SAME_IO["code"], SAME_IO["input"]) is None  # no output: no io rule
 
