@@ -9,6 +9,7 @@ import tempfile
 
 import pytest
 import repo_fixtures
+from decontam_fixtures import ITEMS, PLANTED, write_jsonl
 from go_helpers import EXAMPLES as GO_EXAMPLES
 from loader_helpers import pack
 
@@ -16,6 +17,7 @@ from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.go import GoConfig, GoKind
 from pipeline.kinds.repos import ReposConfig, ReposKind
+from pipeline.stages.decontaminate import Decontaminator
 from pipeline.stages.go.runs import GoSettings
 from pipeline.stages.trace_functions import TraceSettings
 from pipeline.stages.trajectories import SamplingSettings
@@ -26,14 +28,22 @@ GO_PROGRAMS = ("pingpong_unbuffered", "select_schedule_dependent")
 @pytest.fixture(scope="session")
 def python_dataset(tmp_path_factory, example_records, ray_local) -> str:
     """A function-tracing dataset of 24 bundled records, one of them twice under another id (a `duplicates`
-    row) and two that fail (`failures` rows), traced with the process sandbox."""
+    row), two that fail (`failures` rows) and a near-copy of a benchmark item (a `contaminated` row), traced
+    with the process sandbox."""
     chosen = [record for record in example_records if not record["id"].startswith("bad_")][:24]
     chosen += [{**chosen[0], "id": "copy_of_first"}]
     chosen += [record for record in example_records if record["id"] in ("bad_syntax", "bad_raises")]
+    chosen += PLANTED[:1]
     corpus = tmp_path_factory.mktemp("loader-corpus") / "functions.jsonl"
     corpus.write_text("".join(json.dumps(record) + "\n" for record in chosen))
+    benchmark = write_jsonl(corpus.with_name("benchmark.jsonl"), ITEMS)
     out = str(tmp_path_factory.mktemp("loader-python") / "out")
-    config = FunctionsConfig(sandbox="process", chunk_size=8, trace=TraceSettings(max_seconds=1.0))
+    config = FunctionsConfig(
+        sandbox="process",
+        chunk_size=8,
+        trace=TraceSettings(max_seconds=1.0),
+        decontaminate=Decontaminator.from_files([benchmark]),
+    )
     run_job(FunctionsKind(), str(corpus), config, out)
     return out
 
