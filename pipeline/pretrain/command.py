@@ -17,7 +17,7 @@ from pipeline.kinds.options import (
     python_from,
     repr_limits_from,
 )
-from pipeline.pretrain.config import EVALUATION_SPLITS, GO_OBJECTIVES, TrainConfig
+from pipeline.pretrain.config import EVALUATION_SPLITS, GO_BALANCES, GO_OBJECTIVES, TrainConfig
 from pipeline.sandbox import check_sandbox
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -51,6 +51,12 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=TrainConfig.checkpoint_every)
     parser.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     parser.add_argument("--go-objective", choices=GO_OBJECTIVES, default=TrainConfig.go_objective)
+    parser.add_argument(
+        "--go-balance",
+        choices=GO_BALANCES,
+        default=TrainConfig.go_balance,
+        help="weigh the Go term per target event type by the packed data's frequencies: none, inverse, or sqrt",
+    )
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=4)

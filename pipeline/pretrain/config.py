@@ -3,6 +3,7 @@
 from dataclasses import asdict, dataclass, field
 
 GO_OBJECTIVES = ("kl", "ce")
+GO_BALANCES = ("none", "inverse", "sqrt")  # weights of the Go term per target event type (objective.py)
 EVALUATION_SPLITS = ("heldout", "all")  # tracegen evaluate --split: held-out sources only, or every source
 
 
@@ -24,6 +25,7 @@ class TrainConfig:
     log_every: int = 1
     checkpoint_every: int = 50
     go_objective: str = "kl"
+    go_balance: str = "none"
     compile: bool = False
     model: dict = field(default_factory=lambda: {"layers": 2, "width": 128, "heads": 4})
 
@@ -34,6 +36,8 @@ class TrainConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value!r}")
         if self.go_objective not in GO_OBJECTIVES:
             raise ValueError(f"--go-objective must be one of {', '.join(GO_OBJECTIVES)}, got {self.go_objective!r}")
+        if self.go_balance not in GO_BALANCES:
+            raise ValueError(f"--go-balance must be one of {', '.join(GO_BALANCES)}, got {self.go_balance!r}")
         if not 0 <= self.warmup_steps <= self.steps:
             raise ValueError(f"--warmup-steps must be in 0..{self.steps}, got {self.warmup_steps}")
 

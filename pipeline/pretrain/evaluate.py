@@ -173,7 +173,8 @@ def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, S
 
 
 def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
-    """Top-1 accuracy (overall and by the most frequent event type), ECE and mean KL over the examples."""
+    """Top-1 accuracy (overall, by the most frequent event type, and their macro average: each type that occurs
+    counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
     correct, kls, by_type = [], [], defaultdict(list)
     confidences = []
     for prompt, empirical in examples:
@@ -183,10 +184,12 @@ def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
         confidences.append(float(predicted.max()))
         by_type[OUTCOMES[int(empirical.argmax())]].append(hit)
         kls.append(kl_divergence(empirical, predicted))
+    by_event = {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())}
     return {
         "examples": len(examples),
         "top1_accuracy": float(np.mean(correct)),
-        "accuracy_by_event": {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())},
+        "macro_accuracy": float(np.mean(list(by_event.values()))),
+        "accuracy_by_event": by_event,
         "ece": expected_calibration_error(np.array(confidences), np.array(correct, dtype=float)),
         "kl": float(np.mean(kls)),
     }
@@ -297,7 +300,8 @@ def results_table(results: dict) -> str:
     go = results.get("go")
     if go:
         lines.append(
-            f"go: {go['examples']} examples, top-1 {go['top1_accuracy']:.3f}, ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
+            f"go: {go['examples']} examples, top-1 {go['top1_accuracy']:.3f}, macro {go['macro_accuracy']:.3f}, "
+            f"ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
             + ("" if math.isfinite(go["kl"]) else " (KL infinite: the model gives 0 to an observed event)")
         )
     return "\n".join(lines)
