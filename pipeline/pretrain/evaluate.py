@@ -8,6 +8,8 @@ with the true state: exact match of the whole state and of each component (event
 per action. An unparsable prediction matches nothing. Two CruxEval-style views of the same cuts: output
 prediction (the return value: `step_return` from the entry call, landing on its return) and input prediction
 (the arguments: `inv_step_call`, landing on the call).
+Baselines (pipeline/pretrain/baselines.py: copy, next line, oracle structure) are scored on the same cuts,
+in `baselines`, and printed under each of the model's rows.
 
 Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
@@ -35,6 +37,7 @@ from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import PackTokenizer
+from pipeline.pretrain.baselines import BASELINES, baseline_states
 from pipeline.pretrain.config import EVALUATION_SPLITS
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
 from pipeline.pretrain.train import latest_checkpoint
@@ -70,6 +73,29 @@ class Scorer:
         return {
             action: {"cuts": n, **{key: self.hits[action][key] / n for key in ("state", *COMPONENTS)}}
             for action, n in sorted(self.cuts.items())
+        }
+
+
+class Board:
+    """One predictor's scores (the model's or a baseline's): exact match per action, and the two CruxEval-style
+    views of the same cuts, output (`step_return` from the entry call onto its return) and input
+    (`inv_step_call` onto the call)."""
+
+    def __init__(self):
+        self.scorer, self.output, self.input = Scorer(), Scorer(), Scorer()
+
+    def add(self, action: str, k: int, predicted: State | None, truth: State) -> None:
+        self.scorer.add(action, predicted, truth)
+        if k == 0 and action == "step_return" and truth.event == "return":
+            self.output.add("return value", predicted, truth)
+        if action == "inv_step_call" and truth.event == "inv_call":
+            self.input.add("arguments", predicted, truth)
+
+    def results(self) -> dict:
+        return {
+            "per_action": self.scorer.table(),
+            "output_prediction": self.output.table().get("return value"),
+            "input_prediction": self.input.table().get("arguments"),
         }
 
 
@@ -138,10 +164,10 @@ class Model:
         return torch.softmax(logits[self.outcome_ids].float(), dim=-1).cpu().numpy()
 
 
-def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, Scorer], max_new_tokens: int) -> int:
+def score_trajectory(model: Model, text: str, boards: dict[str, Board], max_new_tokens: int) -> int:
     """Score every cut of one trajectory whose prompt fits in the model's context (a prediction that runs
-    past the context is cut there, and scored as it is); returns the cuts skipped because the prompt does
-    not fit."""
+    past the context is cut there, and scored as it is) on `boards["model"]`, and the baselines' predictions of
+    the same cuts on their boards; returns the cuts skipped because the prompt does not fit."""
     episode = parse(text)
     spans = trajectory_spans(text)
     cache = DecodeCache(model.config.layers)
@@ -161,11 +187,9 @@ def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, S
             predicted = parse_state(model.next_state_text(last, cache, max_new_tokens), written)
         except LanguageError:
             predicted = None
-        scorer.add(action.name, predicted, truth)
-        if k == 0 and action.name == "step_return" and truth.event == "return":
-            views["output"].add("return value", predicted, truth)
-        if action.name == "inv_step_call" and truth.event == "inv_call":
-            views["input"].add("arguments", predicted, truth)
+        boards["model"].add(action.name, k, predicted, truth)
+        for name, guess in baseline_states(episode, k, written).items():
+            boards[name].add(action.name, k, guess, truth)
         model.prefill(state_span.text, cache)
         if truth.event not in VALUED and not truth.is_end:
             written = truth.locals
@@ -256,14 +280,14 @@ def evaluate(
             f"the run's packed data ({model.data}) held no source out (tracegen pack --holdout 0): pack with "
             f"--holdout 0.1 and train on that, or evaluate with --split all"
         )
-    scorer, views = Scorer(), {"output": Scorer(), "input": Scorer()}
+    boards = {name: Board() for name in ("model", *BASELINES)}
     trajectories = skipped = 0
     for row in table_rows(data, "trajectories"):
-        if sum(scorer.cuts.values()) >= max_cuts:
+        if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
             break
         if split == "heldout" and not is_heldout(row["source_id"], holdout):
             continue
-        skipped += score_trajectory(model, row["text"], scorer, views, max_new_tokens)
+        skipped += score_trajectory(model, row["text"], boards, max_new_tokens)
         trajectories += 1
     results = {
         "run": os.path.abspath(run),
@@ -273,9 +297,8 @@ def evaluate(
         "holdout": holdout,
         "trajectories": trajectories,
         "cuts_skipped": skipped,  # their prompt does not fit in the model's context
-        "per_action": scorer.table(),
-        "output_prediction": views["output"].table().get("return value"),
-        "input_prediction": views["input"].table().get("arguments"),
+        **boards["model"].results(),
+        "baselines": {name: boards[name].results() for name in BASELINES},
     }
     examples, results["go_skipped"] = go_examples(data, split, holdout, model.tokenizer, model.config.seq_len)
     if examples:
@@ -286,17 +309,26 @@ def evaluate(
     return results
 
 
-def results_table(results: dict) -> str:
-    """The per-action table as text (what `tracegen evaluate` prints)."""
-    header = f"{'action':<16}{'cuts':>7}" + "".join(f"{key:>9}" for key in ("state", *COMPONENTS))
-    lines = [f"step {results['step']}, split {results['split']}, {results['trajectories']} trajectories", header]
-    rows = dict(results["per_action"])
+def table_rows_of(board: dict) -> dict[str, dict]:
+    """A predictor's rows by label: its actions, then the output and input views when there were such cuts."""
+    rows = dict(board["per_action"])
     for name, key in (("output (return)", "output_prediction"), ("input (args)", "input_prediction")):
-        if results.get(key):
-            rows[name] = results[key]
-    for action, row in rows.items():
-        cells = "".join(f"{row[key]:>9.3f}" for key in ("state", *COMPONENTS))
-        lines.append(f"{action:<16}{row['cuts']:>7}{cells}")
+        if board.get(key):
+            rows[name] = board[key]
+    return rows
+
+
+def results_table(results: dict) -> str:
+    """The per-action table as text (what `tracegen evaluate` prints): each model row, then the baselines' rows of
+    the same cuts, indented."""
+    header = f"{'action':<18}{'cuts':>7}" + "".join(f"{key:>9}" for key in ("state", *COMPONENTS))
+    lines = [f"step {results['step']}, split {results['split']}, {results['trajectories']} trajectories", header]
+    baselines = {name: table_rows_of(board) for name, board in results.get("baselines", {}).items()}
+    for action, row in table_rows_of(results).items():
+        lines.append(f"{action:<18}{row['cuts']:>7}" + "".join(f"{row[key]:>9.3f}" for key in ("state", *COMPONENTS)))
+        for name, rows in baselines.items():
+            cells = "".join(f"{rows[action][key]:>9.3f}" for key in ("state", *COMPONENTS))
+            lines.append(f"  {name:<23}{cells}")
     go = results.get("go")
     if go:
         lines.append(
