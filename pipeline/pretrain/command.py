@@ -57,6 +57,9 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
         default=TrainConfig.go_balance,
         help="weigh the Go term per target event type by the packed data's frequencies: none, inverse, or sqrt",
     )
+    parser.add_argument("--eval-every", type=int, default=0, help="learning curve: score every N steps (0: never)")
+    parser.add_argument("--eval-cuts", type=int, default=TrainConfig.eval_cuts, help="cuts each curve point scores")
+    parser.add_argument("--eval-data", default="", help="the dataset whose held-out trajectories the curve scores")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=4)
@@ -74,7 +77,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     config = TrainConfig(**settings, model={"layers": args.layers, "width": args.width, "heads": args.heads})
     metrics = pretrain(config, workers=args.workers, gpu=args.gpu, address=args.ray_address)
     with open(metrics) as handle:
-        last = json.loads(handle.readlines()[-1])
+        last = [record for record in map(json.loads, handle) if "loss" in record][-1]
     print(f"pretrain: step {last['step']}, loss {last['loss']:.4f}, {last['tokens_per_s']:.0f} tokens/s -> {metrics}")
     return 0
 

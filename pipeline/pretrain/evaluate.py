@@ -38,9 +38,9 @@ from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import PackTokenizer
 from pipeline.pretrain.baselines import BASELINES, baseline_states
+from pipeline.pretrain.checkpoints import latest_checkpoint
 from pipeline.pretrain.config import EVALUATION_SPLITS
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
-from pipeline.pretrain.train import latest_checkpoint
 from pipeline.stages.pack.documents import trajectory_spans
 from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, go_documents
 from schemas.go_next_event import OUTCOMES
@@ -100,25 +100,28 @@ class Board:
 
 
 class Model:
-    """The run's newest checkpoint, its tokenizer, and greedy decoding."""
+    """A network, the tokenizer of the packed data it trains on, and greedy decoding: a run's newest checkpoint
+    (`Model.load`), or the network of a run in training (its learning curve, pipeline/pretrain/curve.py)."""
 
-    def __init__(self, run: str, device: str = "cpu"):
+    def __init__(self, network: DecoderLM, data: str, step: int, device: str):
+        self.network, self.config, self.data, self.step, self.device = network, network.config, data, step, device
+        self.tokenizer = load_tokenizer(data)
+        packed = open_dataset(data, "run tracegen pack")
+        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
+        specials = self.tokenizer.special_ids
+        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
+        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
+
+    @classmethod
+    def load(cls, run: str, device: str = "cpu") -> "Model":
+        """The run's newest checkpoint; ValueError when it has none."""
         checkpoint = latest_checkpoint(run)
         if checkpoint is None:
             raise ValueError(f"{run!r} has no checkpoint (checkpoints/step_*/): train it with tracegen pretrain")
         state = torch.load(checkpoint, map_location=device, weights_only=False)
-        self.step = state["step"]
-        self.config = ModelConfig(**state["model_config"])
-        self.network = DecoderLM(self.config).to(device).eval()
-        self.network.load_state_dict(state["model"])
-        self.data = state["config"]["data"]
-        self.tokenizer = load_tokenizer(self.data)
-        packed = open_dataset(self.data, "run tracegen pack")
-        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
-        self.device = device
-        specials = self.tokenizer.special_ids
-        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
-        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
+        network = DecoderLM(ModelConfig(**state["model_config"])).to(device).eval()
+        network.load_state_dict(state["model"])
+        return cls(network, state["config"]["data"], state["step"], device)
 
     def prefill(self, text: str, cache: DecodeCache) -> torch.Tensor | None:
         """Append `text`'s tokens to the document in `cache`; the logits of its last token (None: empty)."""
@@ -260,6 +263,24 @@ def go_examples(
     return examples, sum(skipped.values())
 
 
+def score_cuts(
+    model: Model, data: str, split: str, max_cuts: int, max_new_tokens: int
+) -> tuple[dict[str, Board], int, int]:
+    """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
+    trajectory starts with `max_cuts` cuts scored (so the same arguments always score the same cuts); with the
+    number of trajectories scored and of cuts skipped because their prompt does not fit."""
+    boards = {name: Board() for name in ("model", *BASELINES)}
+    trajectories = skipped = 0
+    for row in table_rows(data, "trajectories"):
+        if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
+            break
+        if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
+            continue
+        skipped += score_trajectory(model, row["text"], boards, max_new_tokens)
+        trajectories += 1
+    return boards, trajectories, skipped
+
+
 def evaluate(
     run: str,
     data: str,
@@ -273,22 +294,14 @@ def evaluate(
     """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc)."""
     if split not in EVALUATION_SPLITS:
         raise ValueError(f"--split must be one of {', '.join(EVALUATION_SPLITS)}, got {split!r}")
-    model = Model(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = Model.load(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
     holdout = model.holdout
     if split == "heldout" and holdout == 0.0:
         raise ValueError(
             f"the run's packed data ({model.data}) held no source out (tracegen pack --holdout 0): pack with "
             f"--holdout 0.1 and train on that, or evaluate with --split all"
         )
-    boards = {name: Board() for name in ("model", *BASELINES)}
-    trajectories = skipped = 0
-    for row in table_rows(data, "trajectories"):
-        if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
-            break
-        if split == "heldout" and not is_heldout(row["source_id"], holdout):
-            continue
-        skipped += score_trajectory(model, row["text"], boards, max_new_tokens)
-        trajectories += 1
+    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens)
     results = {
         "run": os.path.abspath(run),
         "step": model.step,

@@ -23,15 +23,14 @@ import numpy as np
 import torch
 
 from pipeline.loader.packed import PackedLoader
+from pipeline.pretrain.checkpoints import CHECKPOINTS, METRICS, STATE_FILE, latest_checkpoint
 from pipeline.pretrain.config import TrainConfig
+from pipeline.pretrain.curve import curve_point, tokens_seen
 from pipeline.pretrain.model import DecoderLM, ModelConfig
 from pipeline.pretrain.objective import Targets, balance_weights, loss_sum_of
 from schemas.go_next_event import OUTCOMES
 
-CHECKPOINTS = "checkpoints"
-METRICS = "metrics.jsonl"
 GO_BALANCE = "go_balance.json"
-STATE_FILE = "state.pt"
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -40,12 +39,6 @@ def learning_rate(step: int, config: TrainConfig) -> float:
         return (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
     return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def latest_checkpoint(out: str) -> str | None:
-    root = os.path.join(out, CHECKPOINTS)
-    names = sorted(name for name in os.listdir(root) if name.startswith("step_")) if os.path.isdir(root) else []
-    return os.path.join(root, names[-1], STATE_FILE) if names else None
 
 
 def model_config(config: TrainConfig, loader: PackedLoader) -> ModelConfig:
@@ -123,6 +116,7 @@ def train_worker(config_dict: dict) -> None:
                 config.out,
                 {
                     "step": step,
+                    "tokens": tokens_seen(config, step, trainer.loader.shards.seq_len),
                     "loss": loss,
                     "lr": lr,
                     "grad_norm": float(norm),
@@ -130,6 +124,10 @@ def train_worker(config_dict: dict) -> None:
                     "epoch": trainer.loader.epoch,
                     "batches_consumed": trainer.loader.batches_consumed,
                 },
+            )
+        if rank == 0 and config.eval_every and (step % config.eval_every == 0 or step == config.steps):
+            _log(
+                config.out, curve_point(trainer.model, config, step, trainer.loader.shards.seq_len, str(trainer.device))
             )
         if rank == 0 and (step % config.checkpoint_every == 0 or step == config.steps):
             _save(config.out, step, trainer.model, trainer.optimizer, trainer.scheduler, trainer.loader, config)
