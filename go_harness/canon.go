@@ -72,9 +72,13 @@ func (p *traceParser) finish() {
 	for _, g := range leaked {
 		p.res.Leaked = append(p.res.Leaked, LeakedGoroutine{Goroutine: g.canon, GPath: g.gpath(), Reason: g.reason})
 	}
+	p.objects.finishObjects()
 	for i := range p.res.Events {
 		ev := &p.res.Events[i]
 		ev.Goroutine, ev.GPath, ev.Peer = ev.g.canon, ev.g.gpath(), -1
+		if ev.render != nil {
+			ev.Object, ev.ObjectState = ev.render()
+		}
 		if ev.peer != nil {
 			ev.Peer = ev.peer.canon
 		}

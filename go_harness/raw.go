@@ -37,11 +37,12 @@ type rawTrailer struct {
 
 // harnessGoroutine reports whether a transition belongs to the harness's own
 // watchdog (inject.go), which no traced program has: any of its stacks runs
-// a main._tracegen* function.
+// main._tracegenWatchdog (the object helpers of rewrite.go, also
+// main._tracegen*, run on the program's goroutines).
 func harnessGoroutine(rt *rawTransition) bool {
 	for _, st := range []trace.Stack{rt.stack, rt.evStack} {
 		for f := range st.Frames() {
-			if len(f.Func) >= len("main._tracegen") && f.Func[:len("main._tracegen")] == "main._tracegen" {
+			if f.Func == "main._tracegenWatchdog" {
 				return true
 			}
 		}
