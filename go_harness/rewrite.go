@@ -16,6 +16,7 @@ import (
 	"go/token"
 	"go/types"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,6 +116,9 @@ func rewriteObjects(dir string, withTests bool) error {
 		Defs:       map[*ast.Ident]types.Object{},
 		Selections: map[*ast.SelectorExpr]*types.Selection{},
 	}
+	if err := ensureGoroot(); err != nil {
+		return err
+	}
 	conf := types.Config{Importer: newPkgImporter(fset)}
 	if _, err := conf.Check(pkg.ImportPath, fset, files, info); err != nil {
 		return fmt.Errorf("type-check: %w", err)
@@ -136,6 +140,23 @@ func rewriteObjects(dir string, withTests bool) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, objectsFile), []byte(objectsSource(pkg.Name)), 0o644)
+}
+
+// ensureGoroot sets go/build's GOROOT, which the importers need to find the
+// standard library, from `go env GOROOT` when neither $GOROOT nor the
+// harness's build (-trimpath) tells it.
+func ensureGoroot() error {
+	if build.Default.GOROOT != "" {
+		return nil
+	}
+	cmd := exec.Command(goTool(), "env", "GOROOT")
+	cmd.Env = goEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go env GOROOT: %w", err)
+	}
+	build.Default.GOROOT = strings.TrimSpace(string(out))
+	return nil
 }
 
 // pkgImporter imports the standard library from the toolchain's export data
