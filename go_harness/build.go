@@ -131,7 +131,7 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race, rewrite boo
 		return p, p.compile(ctx, work, race)
 	}
 	p.Instrumentation = InstrRewritten
-	err := rewriteObjects(p.SrcDir, p.Mode == ModeTest)
+	err := rewriteObjects(p.SrcDir, p.Mode == ModeTest, race)
 	if err == nil {
 		err = p.compile(ctx, work, race)
 		var be *BuildError

@@ -81,7 +81,9 @@ type rewriter struct {
 // in-package test files when withTests) get the object-operation edits and
 // objectsFile is added. Any error leaves dir as it was, except that files may
 // already be rewritten: the caller restores the copy (Prepare's fallback).
-func rewriteObjects(dir string, withTests bool) error {
+// race: the program is built with -race (the importer then finds the
+// standard library's export data of that build).
+func rewriteObjects(dir string, withTests, race bool) error {
 	pkg, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return err
@@ -118,6 +120,20 @@ func rewriteObjects(dir string, withTests bool) error {
 	}
 	if err := ensureGoroot(); err != nil {
 		return err
+	}
+	// The "gc" importer runs `go list -export` with this process's
+	// environment: the build's flags make it find the export data the build
+	// cache already holds (a warm cache, or the program's own build) instead
+	// of compiling the standard library again.
+	flags := "-mod=mod -trimpath"
+	if race {
+		flags += " -race"
+	}
+	for k, v := range map[string]string{"GOFLAGS": flags, "GOPROXY": "off", "GOTOOLCHAIN": "local",
+		"GOWORK": "off", "GOSUMDB": "off"} {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
 	}
 	conf := types.Config{Importer: newPkgImporter(fset)}
 	if _, err := conf.Check(pkg.ImportPath, fset, files, info); err != nil {

@@ -90,7 +90,7 @@ func TestRewriteKeepsEveryLine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module prog\n\ngo 1.26\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := rewriteObjects(dir, false); err != nil {
+	if err := rewriteObjects(dir, false, false); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.ReadFile(path)
