@@ -229,4 +229,5 @@ def test_settings_validate_and_hash_only_what_decides_rows():
     assert settings_dict(GoSettings(cache_dir="/elsewhere")) == settings_dict(GoSettings())
     assert settings_dict(GoSettings(warm_imports=("fmt",))) == settings_dict(GoSettings())
     assert settings_dict(GoSettings(runs=7)) != settings_dict(GoSettings())
+    assert settings_dict(GoSettings(rewrite=False)) != settings_dict(GoSettings())  # the rows differ
     assert GoSettings(race=True).limits().memory_bytes > GoSettings().limits().memory_bytes

@@ -39,6 +39,7 @@ def test_blocked_goroutines_name_their_objects_in_every_run(examples, go_tools):
         assert ("ObjectOp", "select", "chan@main.go:46", "recv, len 0/1") in events
         assert all(e["event"] in ("ObjectOp", "GoBlock", "GoUnblock") for e in run["events"] if e["object_state"])
         assert all(e["file"] == "main.go" for e in run["events"] if e["event"] == "ObjectOp")
+        assert not any(e["event"] == "UserLog" for e in run["events"])  # the harness's logs are not the program's
         ids.append(sorted({e["object"] for e in run["events"] if e["object"]}))
     assert ids[0] == ids[1] == ids[2]
     states = {row["state"] for row in distributions if row["prefix_kind"] == "goroutine_exact"}
