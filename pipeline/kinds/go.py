@@ -85,6 +85,13 @@ class GoKind(JobKind[GoConfig]):
         parser.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
         parser.add_argument("--race", action="store_true", help="build with the race detector")
         parser.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
+        parser.add_argument(
+            "--rewrite",
+            action=argparse.BooleanOptionalAction,
+            default=GoSettings.rewrite,
+            help="rewrite channel and sync operations so events name the objects and their states (default on; "
+            "a program that cannot be rewritten runs unmodified, marked 'fallback' in go_runs.instrumentation)",
+        )
         add_sandbox_argument(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, GoConfig]:
@@ -93,7 +100,12 @@ class GoKind(JobKind[GoConfig]):
         except ValueError:
             raise ValueError(f"--gomaxprocs {args.gomaxprocs!r} is not a comma list of integers, e.g. 1,2,4") from None
         settings = GoSettings(
-            runs=args.runs, timeout_s=args.timeout, race=args.race, max_events=args.max_events, gomaxprocs=gomaxprocs
+            runs=args.runs,
+            timeout_s=args.timeout,
+            race=args.race,
+            max_events=args.max_events,
+            gomaxprocs=gomaxprocs,
+            rewrite=args.rewrite,
         )
         return args.programs, GoConfig(sandbox=args.sandbox, go=settings)
 
