@@ -264,7 +264,9 @@ func TestCondWaitNamesTheCond(t *testing.T) {
 // The scheduler events' frames are the same with and without rewriting:
 // every (event, reason, function, file, line) seen in runs of one build is
 // seen in runs of the other (a test program, so the helpers live in a
-// package other than main).
+// package other than main). Only TestDoubler runs: its events are the same
+// in every run at GOMAXPROCS 1, while TestRace's losing goroutine has
+// sometimes not started when the trace stops, whichever the build.
 func TestRewritingKeepsReportedFrames(t *testing.T) {
 	frames := func(rewrite bool) map[[3]string]bool {
 		work := t.TempDir()
@@ -272,7 +274,7 @@ func TestRewritingKeepsReportedFrames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := RunConfig{Runs: 3, Timeout: 5 * time.Second, TestRegex: "^Test", MaxEvents: 20000,
+		cfg := RunConfig{Runs: 3, Timeout: 5 * time.Second, TestRegex: "^TestDoubler$", MaxEvents: 20000,
 			GOMAXPROCS: []int{1}, KeepTraces: false}
 		out := map[[3]string]bool{}
 		for i := range cfg.Runs {
@@ -285,6 +287,9 @@ func TestRewritingKeepsReportedFrames(t *testing.T) {
 		return out
 	}
 	with, without := frames(true), frames(false)
+	if len(with) < 5 {
+		t.Fatalf("too few frames to compare: %v", with)
+	}
 	for k := range with {
 		if !without[k] {
 			t.Errorf("only when rewritten: %v", k)
