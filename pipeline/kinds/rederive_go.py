@@ -2,12 +2,14 @@
 current harness (a newer event mapping, another event cap), and their distributions recomputed, without
 re-running any program.
 
-One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs` shards,
-found through the source manifest by their unit number (in a compacted dataset, one unit per compacted group: it
-holds whole programs, all their tables; pipeline/engine/compaction/). The output holds `go_runs`, `go_next_event`,
-`go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it can itself be re-derived or
-exported); a program whose stored traces do not re-parse is a failures row of its own. A dataset written before
-go_runs 3 holds no program sources and is refused (re-run trace-go).
+One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs`
+shards, found through the source manifest by their unit number (in a compacted dataset, one unit per
+compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds
+`go_runs`, `go_next_event`, `go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it
+can itself be re-derived or exported); a program whose stored traces do not re-parse is a failures row of its
+own, and so is each run whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the
+run's row is still written). A dataset written before go_runs 3 holds no program sources and is refused (re-run
+trace-go).
 """
 
 import argparse
@@ -17,7 +19,7 @@ from typing import ClassVar
 
 from pipeline.engine.config import KindConfig
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
-from pipeline.engine.failures import failure_row
+from pipeline.engine.failures import Failure, failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import find_dataset, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
@@ -27,6 +29,7 @@ from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
 from pipeline.stages.go.trajectories import go_trajectory_rows
+from pipeline.stages.go.validity import sequence_failure
 from schemas import go_runs
 
 SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")
@@ -132,17 +135,11 @@ class RederiveKind(JobKind[RederiveConfig]):
                     rows = rederive_runs(mine, stored, max_events=config.max_events or None)
                 except (ValueError, OSError) as error:
                     counters.drop("RederiveFailed")
-                    output.tables["failures"].append(
-                        failure_row(
-                            unit_id,
-                            program,
-                            "parse",
-                            "RederiveFailed",
-                            f"Go program {program!r}: its stored traces do not re-derive ({error})",
-                            f"{payload.source}:{program}",
-                        )
-                    )
+                    failure = Failure("parse", "RederiveFailed", f"its stored traces do not re-derive ({error})")
+                    output.tables["failures"].append(_failure_row(unit_id, payload.source, program, failure))
                     continue
+            invalid = (failure for failure in map(sequence_failure, rows) if failure is not None)
+            output.tables["failures"] += [_failure_row(unit_id, payload.source, program, f) for f in invalid]
             counters.n_out += len(rows)
             counters.events += sum(row["n_events"] for row in rows)
             window, stride = config.trajectory_window, config.trajectory_stride
@@ -153,3 +150,15 @@ class RederiveKind(JobKind[RederiveConfig]):
                 + go_trajectory_rows(program, rows, window, stride)
             )
         return output
+
+
+def _failure_row(unit_id: str, source: str, program: str, failure: Failure) -> dict:
+    """The failures row of one program of the source dataset."""
+    return failure_row(
+        unit_id,
+        program,
+        failure.stage,
+        failure.error_type,
+        f"Go program {program!r}: {failure.message}",
+        f"{source}:{program}",
+    )

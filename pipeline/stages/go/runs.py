@@ -16,7 +16,9 @@ Outcomes: each run is a `go_runs` row (its status is data: ok, deadlock, timeout
 exit_error). A program that does not compile gives one `go_runs` row with status build_error and
 run_index -1 (the compiler's message in stderr_tail) *and* a `failures` row (stage build), so it is
 counted among the failures too. A sandbox failure (the harness killed, e.g. past the wall clock) keeps
-the runs that finished and adds a failure row; so does a harness error or missing runs.
+the runs that finished and adds a failure row; so does a harness error or missing runs. Every run's events
+are checked against the scheduler's rules (pipeline/stages/go/validity.py): a run that breaks one keeps its
+row and adds an `InvalidEventSequence` failure row (the harness's parser is wrong).
 
 The program itself is one `go_programs` row (its source text and content hash, pipeline/stages/go/
 programs.py); every run row carries that hash. A program with its own timeout (a header comment or the
@@ -53,6 +55,7 @@ from pipeline.stages.go.harness_output import (
     run_gpaths,
 )
 from pipeline.stages.go.programs import program_row
+from pipeline.stages.go.validity import sequence_failure
 
 BUILD_LIMIT_S = 300.0  # the harness's own limit on one build
 PARSE_ALLOWANCE_S = 10.0  # per run, for the harness to read the trace
@@ -298,7 +301,7 @@ def trace_program(
             runs, failure = _run_harness(program, settings, sandbox, tools, base, scratch)
             if failure is not None:
                 result.failures.add(about, failure, result.counters)
-            _collect_runs(program, settings, tools, runs, os.path.join(scratch, "work"), result)
+            _collect_runs(program, settings, tools, runs, os.path.join(scratch, "work"), result, about)
             for run in runs:
                 if run["status"] == "build_error":
                     result.failures.add(about, _build_failure(run), result.counters)
@@ -419,9 +422,16 @@ def _harness_failure(
 
 
 def _collect_runs(
-    program: GoProgram, settings: GoSettings, tools: GoTools, runs: list[dict], work: str, result: ProgramResult
+    program: GoProgram,
+    settings: GoSettings,
+    tools: GoTools,
+    runs: list[dict],
+    work: str,
+    result: ProgramResult,
+    about: Input,
 ) -> None:
-    """Each run's `go_runs` row (goroutines renumbered per program) and, when kept, its `go_traces` row."""
+    """Each run's `go_runs` row (goroutines renumbered per program) and, when kept, its `go_traces` row; a run
+    whose events break a scheduler rule (pipeline/stages/go/validity.py) also gets a failure row."""
     ids = canonical_ids(gpath for run in runs for gpath in run_gpaths(run))
     for run in runs:
         events, goroutines = renumber(run["events"], run["goroutines"], ids)
@@ -431,20 +441,22 @@ def _collect_runs(
             size, data = read_trace(os.path.join(work, f"run-{run['run_index']}.trace"), settings.max_trace_bytes)
         kept = data if settings.keep_traces else None
         stored = kept is not None
-        result.runs.append(
-            run_row(
-                program,
-                result.programs[0]["program_hash"],
-                run,
-                events,
-                goroutines,
-                leaked,
-                race=settings.race,
-                trace_bytes=size,
-                trace_stored=stored,
-                tools=tools,
-            )
+        row = run_row(
+            program,
+            result.programs[0]["program_hash"],
+            run,
+            events,
+            goroutines,
+            leaked,
+            race=settings.race,
+            trace_bytes=size,
+            trace_stored=stored,
+            tools=tools,
         )
+        result.runs.append(row)
+        invalid = sequence_failure(row)
+        if invalid is not None:
+            result.failures.add(about, invalid)
         if kept is not None:
             result.traces.append(
                 trace_row(program, run["run_index"], run["mode"], kept, settings.max_events, tools.harness_version)

@@ -2,8 +2,9 @@
 tests/go_helpers.py)."""
 
 import pytest
-from go_helpers import EXAMPLES
+from go_helpers import EXAMPLES, trace
 
+from pipeline.engine.stats import StageOutput
 from pipeline.sources.go_programs import GoProgram, discover_programs
 from pipeline.stages.go.runs import GoSettings, GoTools
 
@@ -17,3 +18,11 @@ def go_tools() -> GoTools:
 @pytest.fixture(scope="session")
 def examples() -> dict[str, GoProgram]:
     return {p.program_id: p for p in discover_programs(str(EXAMPLES)) if isinstance(p, GoProgram)}
+
+
+@pytest.fixture(scope="session")
+def traced_examples(examples, go_tools) -> dict[str, StageOutput]:
+    """Every bundled program traced once under bwrap (3 runs, at GOMAXPROCS 1, 2 and 4, 1 s each): the trace
+    stage's output by program id, for the tests that check every run of every example."""
+    settings = {"runs": 3, "timeout_s": 1.0, "gomaxprocs": (1, 2, 4)}
+    return {name: trace(program, go_tools, **settings)[0] for name, program in sorted(examples.items())}
