@@ -15,6 +15,7 @@ prefix the checker rejects is a parser bug, not the model's: it is counted (`pre
 
 import re
 from collections.abc import Sequence
+from itertools import islice
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -107,11 +108,14 @@ class Rollout:
 def go_rollout_metrics(model: "Model", data: str, split: str, holdout: float, max_rollouts: int, seed: int) -> dict:
     """The mean number of valid steps of the model's rollouts from the split's windows (see the module doc); {}
     when the dataset has no window of the split."""
-    rows = [
+    if type(max_rollouts) is not int or max_rollouts < 0:
+        raise ValueError(f"--max-rollouts must be an int >= 0, got {max_rollouts!r}")
+    windows = (
         row
         for row in table_rows(data, "go_trajectories")
         if row["steps"][0]["event"] != END and (split == "all" or is_heldout(row["program_id"], holdout))
-    ][:max_rollouts]
+    )
+    rows = list(islice(windows, max_rollouts))
     if not rows:
         return {}
     needed = needed_trajectory_runs(rows)

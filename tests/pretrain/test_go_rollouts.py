@@ -50,7 +50,10 @@ def test_a_step_line_parses_back_into_its_event(event):
     assert parse_step(event["event"], line[len(token) : -1]) == event
 
 
-@pytest.mark.parametrize("rest", ["", "g", "gx main.main main.go:3", "g1 main.main", "g1 (open", "3 main.main main.go:1"])
+NOT_EVENTS = ["", "g", "gx main.main main.go:3", "g1 main.main", "g1 (open", "3 main.main main.go:1"]
+
+
+@pytest.mark.parametrize("rest", NOT_EVENTS)
 def test_a_line_that_is_not_an_event_does_not_parse(rest):
     assert parse_step("GoStart", rest) is None
 
