@@ -2,6 +2,7 @@
 Go trajectory windows, a soft target on every step's type token."""
 
 import numpy as np
+from loader_helpers import pack
 
 from pipeline.engine.reader import table_rows
 from pipeline.loader import PackedLoader, load_tokenizer
@@ -72,3 +73,14 @@ def test_the_loader_emits_the_soft_targets_at_their_positions(packed_go):
         assert np.isin(tokens, support).all()
         assert (micro["go_counts"][at].sum(axis=1) == micro["go_n"][at]).all()
         assert (micro["go_n"][~at] == 0).all()
+
+
+def test_a_held_out_program_has_neither_examples_nor_trajectory_documents(go_dataset, tmp_path):
+    # pingpong_unbuffered's split hash is 0.37, select_schedule_dependent's 0.44: a 0.4 holdout keeps only the latter
+    packed = pack(go_dataset, str(tmp_path / "held"), 4096, holdout=0.4)
+    programs = {
+        (sample["group"], doc_id.split(":")[0])
+        for sample in table_rows(packed, "packed")
+        for doc_id in sample["doc_ids"]
+    }
+    assert programs == {("go", "select_schedule_dependent"), ("go_trajectory", "select_schedule_dependent")}
