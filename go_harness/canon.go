@@ -47,7 +47,7 @@ func (p *traceParser) finish() {
 		if !blocked {
 			allBlocked = false
 		}
-		if g.kept && blocked && wholeTrace {
+		if g.kept && wholeTrace && !p.endsWithTheRun(g) {
 			leaked = append(leaked, g)
 			g.emitted = true // a leaked goroutine is always summarised
 		}
@@ -70,7 +70,12 @@ func (p *traceParser) finish() {
 	sortByPath(leaked)
 	p.res.Leaked = []LeakedGoroutine{}
 	for _, g := range leaked {
-		p.res.Leaked = append(p.res.Leaked, LeakedGoroutine{Goroutine: g.canon, GPath: g.gpath(), Reason: g.reason})
+		reason := ""
+		if g.state == trace.GoWaiting {
+			reason = g.reason
+		}
+		p.res.Leaked = append(p.res.Leaked, LeakedGoroutine{Goroutine: g.canon, GPath: g.gpath(), State: g.leakState(),
+			Reason: reason})
 	}
 	for i := range p.res.Events {
 		ev := &p.res.Events[i]
@@ -79,6 +84,28 @@ func (p *traceParser) finish() {
 			ev.Peer = ev.peer.canon
 		}
 	}
+}
+
+// endsWithTheRun reports whether a kept goroutine alive at the end of the
+// trace is one whose life is the run's own, never a leak: a main program's
+// main goroutine (it stops the trace after the user's main returned) and a
+// test's goroutine, testing.tRunner (a top-level test's or a subtest's: when
+// the binary exits 0 every test has reported, so one still alive is only
+// returning).
+func (p *traceParser) endsWithTheRun(g *gInfo) bool {
+	return (p.res.Mode == ModeMain && len(g.path) == 1 && g.path[0] == 0) || g.start == "testing.tRunner"
+}
+
+// leakState names the state a leaked goroutine was left in: created (never
+// started), runnable, running, syscall or blocked(REASON).
+func (g *gInfo) leakState() string {
+	switch {
+	case g.state == trace.GoWaiting:
+		return "blocked(" + g.reason + ")"
+	case g.state == trace.GoRunnable && !g.ran:
+		return "created"
+	}
+	return strings.ToLower(g.state.String())
 }
 
 // sortByPath orders goroutines by (depth, path component-wise).

@@ -22,7 +22,8 @@ const userMainName = "tracegenUserMain"
 const watchdogFile = "0000_tracegen_watchdog.go"
 
 // watchdogSource starts runtime/trace before the user's code runs, stops and
-// flushes it when the user's main returns, and on expiry of TRACEGEN_TIMEOUT
+// flushes it when the user's main returns (after a grace for the goroutines
+// still alive to end, _tracegenSettle), and on expiry of TRACEGEN_TIMEOUT
 // writes all goroutine stacks to TRACEGEN_STACKS_FILE, stops the trace and
 // exits with code 124. The watchdog goroutine is started before tracing, so
 // it has no GoCreate in the trace and is never counted as the program's; it is
@@ -41,9 +42,15 @@ import (
 )
 
 var (
-	_tracegenFile *_tgos.File
-	_tracegenOnce _tgsync.Once
+	_tracegenFile     *_tgos.File
+	_tracegenOnce     _tgsync.Once
+	_tracegenBaseline int          // goroutines alive once tracing started: the harness's and the runtime's
+	_tracegenStopBy   _tgtime.Time // when the watchdog fires; zero when it does not run
 )
+
+// _tracegenGrace bounds how long the goroutines still alive when the user's
+// main returns get to end before the trace stops (see _tracegenSettle).
+const _tracegenGrace = 100 * _tgtime.Millisecond
 
 func init() {
 	path := _tgos.Getenv("TRACEGEN_TRACE_FILE")
@@ -59,12 +66,50 @@ func init() {
 	// before the watchdog's read, so the race detector sees no race.
 	_tracegenFile = f
 	if d, err := _tgtime.ParseDuration(_tgos.Getenv("TRACEGEN_TIMEOUT")); err == nil && d > 0 {
+		_tracegenStopBy = _tgtime.Now().Add(d)
 		go _tracegenWatchdog(d)
 	}
 	if err := _tgtrace.Start(f); err != nil {
 		_tgos.Stderr.WriteString("tracegen: cannot start trace: " + err.Error() + "\n")
 		_tgos.Exit(125)
 	}
+	_tracegenBaseline = _tgruntime.NumGoroutine()
+}
+
+// _tracegenSettle gives the goroutines still alive when the user's main
+// returned up to _tracegenGrace to end, as goleak retries before it reports
+// a leak: one that was about to end (past its wg.Done, its last send made)
+// ends in the trace instead of being counted as leaked. Only when some
+// goroutine is left, main waits on a channel a harness goroutine closes
+// (main's GoBlock, GoUnblock, GoStart, with no program frame); the wait ends
+// a grace before the watchdog fires.
+func _tracegenSettle() {
+	if _tracegenFile == nil || _tgruntime.NumGoroutine() <= _tracegenBaseline {
+		return
+	}
+	end := _tgtime.Now().Add(_tracegenGrace)
+	if by := _tracegenStopBy.Add(-_tracegenGrace); !_tracegenStopBy.IsZero() && by.Before(end) {
+		end = by
+	}
+	if !end.After(_tgtime.Now()) {
+		return
+	}
+	done := make(chan struct{})
+	go _tracegenWaitUntil(end, done)
+	<-done
+}
+
+// _tracegenWaitUntil closes done once no goroutine but the harness's, the
+// runtime's and itself is left, or at end, polling with a growing sleep.
+func _tracegenWaitUntil(end _tgtime.Time, done chan struct{}) {
+	wait := _tgtime.Microsecond
+	for _tgruntime.NumGoroutine() > _tracegenBaseline+1 && _tgtime.Now().Before(end) {
+		_tgtime.Sleep(wait)
+		if wait < 10*_tgtime.Millisecond {
+			wait *= 2
+		}
+	}
+	close(done)
 }
 
 func _tracegenStop() {
@@ -90,6 +135,7 @@ func _tracegenWatchdog(d _tgtime.Duration) {
 
 func main() {
 	tracegenUserMain()
+	_tracegenSettle()
 	_tracegenStop()
 }
 `

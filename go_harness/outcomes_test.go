@@ -35,8 +35,12 @@ func TestLeakedSelectNeverUnblocks(t *testing.T) {
 	}
 }
 
-// wantLeak checks a leak run: the leaked goroutines (gpath and reason) and
-// that each is one of the run's goroutines, ending Waiting for that reason.
+// finalStates maps a leaked goroutine's state to its summary's final state.
+var finalStates = map[string]string{"created": "Runnable", "runnable": "Runnable", "running": "Running",
+	"syscall": "Syscall"}
+
+// wantLeak checks a leak run: the leaked goroutines (gpath, state and
+// reason) and that each is one of the run's goroutines, ending in that state.
 func wantLeak(t *testing.T, r RunResult, want ...LeakedGoroutine) {
 	t.Helper()
 	if r.Status != "leak" || r.ExitCode != 0 || r.TraceError != "" || r.Generations < 1 {
@@ -45,15 +49,19 @@ func wantLeak(t *testing.T, r RunResult, want ...LeakedGoroutine) {
 	}
 	var got []LeakedGoroutine
 	for _, l := range r.Leaked {
-		got = append(got, LeakedGoroutine{GPath: l.GPath, Reason: l.Reason})
+		got = append(got, LeakedGoroutine{GPath: l.GPath, State: l.State, Reason: l.Reason})
+		final, ok := finalStates[l.State]
+		if !ok {
+			final = "Waiting"
+		}
 		found := false
 		for _, g := range r.Goroutines {
 			if g.Goroutine == l.Goroutine {
-				found = g.GPath == l.GPath && g.FinalState == "Waiting" && g.FinalReason == l.Reason
+				found = g.GPath == l.GPath && g.FinalState == final && g.FinalReason == l.Reason
 			}
 		}
 		if !found {
-			t.Fatalf("run %d: leaked %+v is not a goroutine of the run ending Waiting: %+v", r.RunIndex, l, r.Goroutines)
+			t.Fatalf("run %d: leaked %+v is not a goroutine of the run ending %s: %+v", r.RunIndex, l, final, r.Goroutines)
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -63,12 +71,12 @@ func wantLeak(t *testing.T, r RunResult, want ...LeakedGoroutine) {
 
 func TestGoroutineBlockedAtNormalExitIsALeak(t *testing.T) {
 	for _, r := range runExample(t, "leak_unsatisfiable_select", 3, 5*time.Second) {
-		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", Reason: "select"})
+		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", State: "blocked(select)", Reason: "select"})
 	}
 	// A test binary that exits 0 has ended normally too: the goroutine the
 	// test did not wait for is leaked.
 	for _, r := range runExample(t, "leak_in_test", 2, 5*time.Second) {
-		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", Reason: "chan receive"})
+		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", State: "blocked(chan receive)", Reason: "chan receive"})
 		if r.Mode != ModeTest {
 			t.Fatalf("mode %q", r.Mode)
 		}
@@ -82,13 +90,56 @@ func TestGoroutineBlockedAtNormalExitIsALeak(t *testing.T) {
 		if !r.Truncated || len(r.Events) != n {
 			t.Fatalf("cap %d: truncated %v, %d events", n, r.Truncated, len(r.Events))
 		}
-		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", Reason: "select"})
+		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", State: "blocked(select)", Reason: "select"})
 	}
 	// Runs that end otherwise list nothing.
 	for _, name := range []string{"producer_consumer", "abba_deadlock"} {
 		r := runExample(t, name, 1, time.Second)[0]
 		if len(r.Leaked) != 0 || r.Leaked == nil {
 			t.Fatalf("%s: status %q, leaked %#v", name, r.Status, r.Leaked)
+		}
+	}
+}
+
+// A goroutine alive at the end is leaked whatever its state: never started
+// (queued behind 400 others when a test binary stops its trace), computing,
+// asleep. Goroutines about to end when main returns end in its grace.
+func TestLeakWhateverTheState(t *testing.T) {
+	// Queued last behind 400 ms of work, the notifier has not started when the
+	// trace stops in most runs (a busy machine can delay the stop past it).
+	notifier := false
+	for _, r := range runExample(t, "leak_never_started", 6, 5*time.Second) {
+		start := map[int]string{}
+		for _, g := range r.Goroutines {
+			start[g.Goroutine] = g.StartFunction
+		}
+		var want []LeakedGoroutine
+		for _, l := range r.Leaked {
+			if l.State != "created" && l.State != "runnable" && l.State != "blocked(chan receive)" {
+				t.Fatalf("queued: leaked %+v", l)
+			}
+			notifier = notifier || l.State == "created" && start[l.Goroutine] == "prog.Notify"
+			want = append(want, LeakedGoroutine{GPath: l.GPath, State: l.State, Reason: l.Reason})
+		}
+		wantLeak(t, r, want...)
+	}
+	if !notifier {
+		t.Fatal("the notifier started in every run")
+	}
+	for _, r := range runExample(t, "leak_busy_loop", 2, 5*time.Second) {
+		if len(r.Leaked) != 1 || r.Leaked[0].State != "running" && r.Leaked[0].State != "runnable" {
+			t.Fatalf("busy loop: leaked %+v", r.Leaked)
+		}
+		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", State: r.Leaked[0].State})
+	}
+	for _, r := range runExample(t, "leak_sleeping", 2, 5*time.Second) {
+		wantLeak(t, r, LeakedGoroutine{GPath: "0.1", State: "blocked(sleep)", Reason: "sleep"})
+	}
+	for _, name := range []string{"pingpong_unbuffered", "init_goroutine", "select_timeout"} {
+		for _, r := range runExample(t, name, 2, 5*time.Second) {
+			if r.Status != "ok" {
+				t.Fatalf("%s: status %q, leaked %+v", name, r.Status, r.Leaked)
+			}
 		}
 	}
 }

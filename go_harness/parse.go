@@ -61,11 +61,14 @@ type Event struct {
 	g, peer *gInfo // resolved to canonical ids by finish
 }
 
-// LeakedGoroutine is a program goroutine still blocked when a run ended
-// normally (status leak).
+// LeakedGoroutine is a program goroutine still alive when a run ended
+// normally (status leak): State is "created" (never started), "runnable",
+// "running", "syscall" or "blocked(REASON)"; Reason is the block reason of a
+// blocked one, "" otherwise.
 type LeakedGoroutine struct {
 	Goroutine int    `json:"goroutine"`
 	GPath     string `json:"gpath"`
+	State     string `json:"state"`
 	Reason    string `json:"reason"`
 }
 
@@ -98,10 +101,11 @@ type ParseResult struct {
 	// every existing kept goroutine (and standard-library helper, see
 	// keep.go) was Waiting for a reason in deadlockReasons.
 	AllBlocked bool
-	// Leaked lists the kept goroutines Waiting for a reason in
-	// deadlockReasons at the end of the trace, by canonical id; set only when
-	// the whole trace was read without error (never with a StopAtCap stop).
-	// Each is also in Goroutines, even if it has no event (a truncated run).
+	// Leaked lists the kept goroutines still alive at the end of the trace,
+	// whatever their state (goleak's rule; see leakedState for the ones that
+	// are not the program's to end), by canonical id; set only when the whole
+	// trace was read without error (never with a StopAtCap stop). Each is also
+	// in Goroutines, even if it has no event (a truncated run).
 	Leaked []LeakedGoroutine
 }
 
@@ -125,6 +129,7 @@ type gInfo struct {
 	state          trace.GoState
 	reason         string
 	resume         frame // where the goroutine will continue when next started
+	ran            bool  // it has been Running (a leaked goroutine that never ran is "created")
 	// inSlowExit: the goroutine left a syscall without a P (Syscall->Runnable);
 	// its next start is reported as the syscall's exit.
 	inSlowExit bool
@@ -290,6 +295,7 @@ func (p *traceParser) step(rt *rawTransition) {
 	if rt.from == trace.GoUndetermined || rt.from == rt.to {
 		// Per-generation status record: learn the state, emit nothing.
 		g.state = rt.to
+		g.ran = g.ran || rt.to == trace.GoRunning
 		return
 	}
 	if rt.from == trace.GoNotExist {
@@ -430,6 +436,7 @@ func (p *traceParser) append(ev Event) {
 // setState records the goroutine's state after the transition.
 func (p *traceParser) setState(g *gInfo, rt *rawTransition) {
 	g.state = rt.to
+	g.ran = g.ran || rt.to == trace.GoRunning
 	if rt.to == trace.GoWaiting {
 		g.reason = rt.reason
 	} else {

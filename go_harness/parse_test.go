@@ -463,7 +463,7 @@ func TestRuntimeStartedAndHelperGoroutines(t *testing.T) {
 	if res.AllBlocked {
 		t.Fatal("a helper in a syscall can still unblock the program: not all blocked")
 	}
-	if len(res.Leaked) != 7 { // main too: it ends blocked here
+	if len(res.Leaked) != 6 { // every kept goroutine but main (it stops the trace)
 		t.Fatalf("leaked %+v", res.Leaked)
 	}
 	// Once the helpers are gone (and the GC worker idles), everything is blocked.
@@ -512,5 +512,61 @@ func TestLeakedWithoutEventsIsSummarised(t *testing.T) {
 	cut, _ := replay(ModeMain, raws, "cut")
 	if len(cut.Leaked) != 0 || cut.Leaked == nil {
 		t.Fatalf("cut trace leaked %#v", cut.Leaked)
+	}
+}
+
+// A leak is any program goroutine alive at the end of the trace, whatever its
+// state, named with it; a main program's main goroutine and the testing
+// framework's tRunner goroutines are never leaked.
+func TestLeakedWhateverTheState(t *testing.T) {
+	const (
+		ud = trace.GoUndetermined
+		ne = trace.GoNotExist
+		rb = trace.GoRunnable
+		rn = trace.GoRunning
+		wt = trace.GoWaiting
+		sc = trace.GoSyscall
+	)
+	create := func(id trace.GoID, fn string) rawTransition {
+		return rawTransition{id: id, actor: 1, from: ne, to: rb, stack: stk(fn), evStack: stk("main.main")}
+	}
+	raws := []rawTransition{
+		{id: 1, from: ud, to: rn},
+		create(2, "main.created"),
+		create(3, "main.preempted"), {id: 3, from: rb, to: rn}, {id: 3, from: rn, to: rb, reason: "preempted"},
+		create(4, "main.running"), {id: 4, from: rb, to: rn},
+		create(5, "main.syscall"), {id: 5, from: rb, to: rn}, {id: 5, from: rn, to: sc},
+		create(6, "main.sleeping"), {id: 6, from: rb, to: rn}, {id: 6, from: rn, to: wt, reason: "sleep"},
+		create(7, "main.ended"), {id: 7, from: rb, to: rn}, {id: 7, from: rn, to: ne},
+	}
+	res := synth(ModeMain, raws)
+	var got []string
+	for _, l := range res.Leaked {
+		got = append(got, l.GPath+" "+l.State+" "+l.Reason)
+	}
+	want := []string{"0.1 created ", "0.2 runnable ", "0.3 running ", "0.4 syscall ", "0.5 blocked(sleep) sleep"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("leaked %q, want %q", got, want)
+	}
+	// A cut trace tells nothing about the end.
+	if cut, _ := replay(ModeMain, raws, "cut"); len(cut.Leaked) != 0 {
+		t.Fatalf("cut trace leaked %+v", cut.Leaked)
+	}
+	// Test binaries: a top-level test's and a subtest's tRunner still alive are
+	// only returning (the binary exited 0); the test's own goroutine leaked.
+	runner := stk("testing.(*T).Run", "testing.runTests.func1", "testing.tRunner", "testing.runTests")
+	tests := []rawTransition{
+		{id: 6, actor: 1, from: ne, to: rb, stack: stk("testing.tRunner"), evStack: runner},
+		{id: 6, from: rb, to: rn},
+		{id: 7, actor: 6, from: ne, to: rb, stack: stk("testing.tRunner"), evStack: stk("testing.(*T).Run", "prog.TestA")},
+		{id: 8, actor: 6, from: ne, to: rb, stack: stk("prog.worker"), evStack: stk("prog.TestA")},
+		{id: 7, from: rb, to: rn},
+	}
+	got = nil
+	for _, l := range synth(ModeTest, tests).Leaked {
+		got = append(got, l.GPath+" "+l.State)
+	}
+	if !slices.Equal(got, []string{"0.2 created"}) {
+		t.Fatalf("test binary leaked %q", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/exp/trace"
 )
@@ -35,18 +36,19 @@ type rawTrailer struct {
 	Generations  int    `json:"generations"`
 }
 
-// harnessGoroutine reports whether a transition belongs to the harness's own
-// watchdog (inject.go), which no traced program has: any of its stacks runs
-// a main._tracegen* function.
+// harnessGoroutine reports whether a transition belongs to one of the
+// harness's own goroutines (inject.go: the watchdog, the leak grace's
+// waiter), which no traced program has: its own stack (a new goroutine's
+// start stack) starts in a main._tracegen* function. Main, which runs the
+// harness's code only after the user's main returned, stays in.
 func harnessGoroutine(rt *rawTransition) bool {
-	for _, st := range []trace.Stack{rt.stack, rt.evStack} {
-		for f := range st.Frames() {
-			if len(f.Func) >= len("main._tracegen") && f.Func[:len("main._tracegen")] == "main._tracegen" {
-				return true
-			}
+	outermost := ""
+	for f := range rt.stack.Frames() {
+		if f.Func != "runtime.goexit" {
+			outermost = f.Func
 		}
 	}
-	return false
+	return strings.HasPrefix(outermost, "main._tracegen")
 }
 
 // writeRawTransitions streams every goroutine transition of the trace r to w

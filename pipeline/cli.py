@@ -9,6 +9,7 @@ Exit status: 0 done; 1 some units failed (the dataset holds the others; run agai
 
 import argparse
 import functools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS
 from pipeline.kinds.options import add_memory_options
+from pipeline.pretrain.checkpoints import METRICS
 from pipeline.pretrain.command import add_evaluate_arguments, add_pretrain_arguments, run_evaluate, run_pretrain
 from pipeline.refresh.command import add_refresh_arguments, run_refresh
 
@@ -110,10 +112,19 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="a versioned root (its latest version), versions/N, or a dataset directory")
+    parser.add_argument(
+        "out",
+        help="a versioned root (its latest version), versions/N, a dataset directory, or a pretrain run directory "
+        "(its learning curves)",
+    )
 
 
 def run_report(args: argparse.Namespace) -> int:
+    if os.path.isfile(os.path.join(args.out, METRICS)):
+        from pipeline.pretrain.curve_report import write_run_report
+
+        print(f"report -> {write_run_report(args.out)}")
+        return 0
     from pipeline.version_report import write_report
 
     print(f"report -> {write_report(args.out)}")
@@ -136,7 +147,12 @@ COMMANDS = (
         add_refresh_arguments,
         run_refresh,
     ),
-    Command("report", "write report.html and PNG plots beside a version's manifest", add_report_arguments, run_report),
+    Command(
+        "report",
+        "write report.html and PNG plots beside a version's manifest, or of a pretrain run",
+        add_report_arguments,
+        run_report,
+    ),
     Command("compact", "merge a dataset's small shards into large files", add_compact_arguments, run_compact),
     Command("pretrain", "train the neural debugger on a packed dataset", add_pretrain_arguments, run_pretrain),
     Command(

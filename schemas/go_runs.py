@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 3
+VERSION = 4
 
 ANNOTATIONS = ("UserLog", "UserRegion")
 STATUSES = ("ok", "leak", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
@@ -109,9 +109,16 @@ LEAKED = pa.struct(
         field("goroutine", pa.int32(), "program-canonical id of the leaked goroutine", nullable=False),
         field("gpath", pa.string(), "its canonical key path", nullable=False),
         field(
+            "state",
+            pa.string(),
+            "the state it was left in: created (never started) | runnable | running | syscall | "
+            "blocked(REASON), e.g. blocked(select)",
+            nullable=False,
+        ),
+        field(
             "reason",
             pa.string(),
-            "what it is blocked on: chan send | chan receive | select | sync | ...",
+            "a blocked one's block reason: chan send | chan receive | select | sync | sleep | ...; '' otherwise",
             nullable=False,
         ),
     ]
@@ -133,7 +140,9 @@ SCHEMA = pa.schema(
             "status",
             pa.string(),
             "ok | leak (the program ended normally, exit 0 and a complete trace, with program goroutines still "
-            "blocked on a channel, select or sync primitive: listed in `leaked`) | deadlock (timed out with "
+            "alive at the end, whatever their state, goleak's rule: listed in `leaked`; a main program's main "
+            "goroutine and the testing framework's test goroutines never count, and the goroutines alive when "
+            "main returns get a grace of 100 ms to end) | deadlock (timed out with "
             "every live program goroutine blocked on a channel, select or sync primitive) | timeout | panic | "
             "race (the race detector reported) | exit_error (any other non-zero exit, incl. fatal runtime "
             "errors and failing tests) | build_error (the program did not compile; the compiler's message is "
@@ -194,7 +203,7 @@ SCHEMA = pa.schema(
         field(
             "leaked",
             pa.list_(pa.field("item", LEAKED, nullable=False)),
-            "status leak: the program goroutines still blocked when the program ended; else empty",
+            "status leak: the program goroutines still alive when the program ended, with their state; else empty",
             nullable=False,
         ),
         field("n_events", pa.int32(), "number of events", nullable=False),

@@ -8,8 +8,8 @@ compacted group: it holds whole programs, all their tables; pipeline/engine/comp
 `go_runs`, `go_next_event`, `go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it
 can itself be re-derived or exported); a program whose stored traces do not re-parse is a failures row of its
 own, and so is each run whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the
-run's row is still written). A dataset written before go_runs 3 holds no program sources and is refused (re-run
-trace-go).
+run's row is still written). A dataset with another go_runs version is refused (re-run trace-go): one before 3
+holds no program sources, one before 4 no leaked states.
 """
 
 import argparse

@@ -131,6 +131,19 @@ class PackedShards:
             self._cache.popitem(last=False)
         return decoded
 
+    def go_target_types(self) -> np.ndarray:
+        """How many of the data's Go soft targets have each outcome (OUTCOMES order) as their most frequent one
+        (ties to the first, as pack writes the token): what `pretrain --go-balance` weighs by. Reads the
+        go_counts column alone, a row group at a time."""
+        totals = np.zeros(len(OUTCOMES), dtype=np.int64)
+        for shard in range(len(self.shards)):
+            file = self._file(shard)
+            for group in range(file.metadata.num_row_groups):
+                table = self._guarded(shard, lambda f=file, g=group: f.read_row_group(g, columns=["go_counts"]))
+                counts = table.column("go_counts").combine_chunks().flatten().flatten().to_numpy()
+                totals += np.bincount(counts.reshape(-1, len(OUTCOMES)).argmax(axis=1), minlength=len(OUTCOMES))
+        return totals
+
     def locate(self, index: int) -> tuple[RowGroup, int]:
         """The decoded row group holding sample `index` and the sample's row in it."""
         shard = int(np.searchsorted(self.starts, index, side="right")) - 1

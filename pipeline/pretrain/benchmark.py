@@ -259,7 +259,7 @@ def evaluate_benchmark(
     corpus was traced with, so prompts render values as training did)."""
     trace = trace or TraceSettings()
     benchmark = read_benchmark(benchmark_path)
-    model = Model(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = Model.load(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
     box = make_sandbox(sandbox, python=python)
     prompts = trace_items(benchmark.items, box, trace)
     scored = score_items(model, prompts, decoding, box, trace)

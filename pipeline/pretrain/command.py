@@ -17,7 +17,7 @@ from pipeline.kinds.options import (
     python_from,
     repr_limits_from,
 )
-from pipeline.pretrain.config import EVALUATION_SPLITS, GO_OBJECTIVES, TrainConfig
+from pipeline.pretrain.config import EVALUATION_SPLITS, GO_BALANCES, GO_OBJECTIVES, TrainConfig
 from pipeline.sandbox import check_sandbox
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -51,6 +51,15 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=TrainConfig.checkpoint_every)
     parser.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     parser.add_argument("--go-objective", choices=GO_OBJECTIVES, default=TrainConfig.go_objective)
+    parser.add_argument(
+        "--go-balance",
+        choices=GO_BALANCES,
+        default=TrainConfig.go_balance,
+        help="weigh the Go term per target event type by the packed data's frequencies: none, inverse, or sqrt",
+    )
+    parser.add_argument("--eval-every", type=int, default=0, help="learning curve: score every N steps (0: never)")
+    parser.add_argument("--eval-cuts", type=int, default=TrainConfig.eval_cuts, help="cuts each curve point scores")
+    parser.add_argument("--eval-data", default="", help="the dataset whose held-out trajectories the curve scores")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=4)
@@ -68,7 +77,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     config = TrainConfig(**settings, model={"layers": args.layers, "width": args.width, "heads": args.heads})
     metrics = pretrain(config, workers=args.workers, gpu=args.gpu, address=args.ray_address)
     with open(metrics) as handle:
-        last = json.loads(handle.readlines()[-1])
+        last = [record for record in map(json.loads, handle) if "loss" in record][-1]
     print(f"pretrain: step {last['step']}, loss {last['loss']:.4f}, {last['tokens_per_s']:.0f} tokens/s -> {metrics}")
     return 0
 

@@ -8,6 +8,8 @@ with the true state: exact match of the whole state and of each component (event
 per action. An unparsable prediction matches nothing. Two CruxEval-style views of the same cuts: output
 prediction (the return value: `step_return` from the entry call, landing on its return) and input prediction
 (the arguments: `inv_step_call`, landing on the call).
+Baselines (pipeline/pretrain/baselines.py: copy, next line, oracle structure) are scored on the same cuts,
+in `baselines`, and printed under each of the model's rows.
 
 Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
@@ -37,10 +39,11 @@ from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import PackTokenizer
+from pipeline.pretrain.baselines import BASELINES, baseline_states
+from pipeline.pretrain.checkpoints import latest_checkpoint
 from pipeline.pretrain.config import EVALUATION_SPLITS
 from pipeline.pretrain.go_rollouts import go_rollout_metrics, rollout_summary
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
-from pipeline.pretrain.train import latest_checkpoint
 from pipeline.stages.pack.documents import trajectory_spans
 from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, go_documents
 from schemas.go_next_event import OUTCOMES
@@ -76,26 +79,52 @@ class Scorer:
         }
 
 
-class Model:
-    """The run's newest checkpoint, its tokenizer, and greedy decoding."""
+class Board:
+    """One predictor's scores (the model's or a baseline's): exact match per action, and the two CruxEval-style
+    views of the same cuts, output (`step_return` from the entry call onto its return) and input
+    (`inv_step_call` onto the call)."""
 
-    def __init__(self, run: str, device: str = "cpu"):
+    def __init__(self):
+        self.scorer, self.output, self.input = Scorer(), Scorer(), Scorer()
+
+    def add(self, action: str, k: int, predicted: State | None, truth: State) -> None:
+        self.scorer.add(action, predicted, truth)
+        if k == 0 and action == "step_return" and truth.event == "return":
+            self.output.add("return value", predicted, truth)
+        if action == "inv_step_call" and truth.event == "inv_call":
+            self.input.add("arguments", predicted, truth)
+
+    def results(self) -> dict:
+        return {
+            "per_action": self.scorer.table(),
+            "output_prediction": self.output.table().get("return value"),
+            "input_prediction": self.input.table().get("arguments"),
+        }
+
+
+class Model:
+    """A network, the tokenizer of the packed data it trains on, and greedy decoding: a run's newest checkpoint
+    (`Model.load`), or the network of a run in training (its learning curve, pipeline/pretrain/curve.py)."""
+
+    def __init__(self, network: DecoderLM, data: str, step: int, device: str):
+        self.network, self.config, self.data, self.step, self.device = network, network.config, data, step, device
+        self.tokenizer = load_tokenizer(data)
+        packed = open_dataset(data, "run tracegen pack")
+        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
+        specials = self.tokenizer.special_ids
+        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
+        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
+
+    @classmethod
+    def load(cls, run: str, device: str = "cpu") -> "Model":
+        """The run's newest checkpoint; ValueError when it has none."""
         checkpoint = latest_checkpoint(run)
         if checkpoint is None:
             raise ValueError(f"{run!r} has no checkpoint (checkpoints/step_*/): train it with tracegen pretrain")
         state = torch.load(checkpoint, map_location=device, weights_only=False)
-        self.step = state["step"]
-        self.config = ModelConfig(**state["model_config"])
-        self.network = DecoderLM(self.config).to(device).eval()
-        self.network.load_state_dict(state["model"])
-        self.data = state["config"]["data"]
-        self.tokenizer = load_tokenizer(self.data)
-        packed = open_dataset(self.data, "run tracegen pack")
-        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
-        self.device = device
-        specials = self.tokenizer.special_ids
-        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
-        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
+        network = DecoderLM(ModelConfig(**state["model_config"])).to(device).eval()
+        network.load_state_dict(state["model"])
+        return cls(network, state["config"]["data"], state["step"], device)
 
     def prefill(self, text: str, cache: DecodeCache) -> torch.Tensor | None:
         """Append `text`'s tokens to the document in `cache`; the logits of its last token (None: empty)."""
@@ -141,10 +170,10 @@ class Model:
         return torch.softmax(logits[self.outcome_ids].float(), dim=-1).cpu().numpy()
 
 
-def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, Scorer], max_new_tokens: int) -> int:
+def score_trajectory(model: Model, text: str, boards: dict[str, Board], max_new_tokens: int) -> int:
     """Score every cut of one trajectory whose prompt fits in the model's context (a prediction that runs
-    past the context is cut there, and scored as it is); returns the cuts skipped because the prompt does
-    not fit."""
+    past the context is cut there, and scored as it is) on `boards["model"]`, and the baselines' predictions of
+    the same cuts on their boards; returns the cuts skipped because the prompt does not fit."""
     episode = parse(text)
     spans = trajectory_spans(text)
     cache = DecodeCache(model.config.layers)
@@ -164,11 +193,9 @@ def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, S
             predicted = parse_state(model.next_state_text(last, cache, max_new_tokens), written)
         except LanguageError:
             predicted = None
-        scorer.add(action.name, predicted, truth)
-        if k == 0 and action.name == "step_return" and truth.event == "return":
-            views["output"].add("return value", predicted, truth)
-        if action.name == "inv_step_call" and truth.event == "inv_call":
-            views["input"].add("arguments", predicted, truth)
+        boards["model"].add(action.name, k, predicted, truth)
+        for name, guess in baseline_states(episode, k, written).items():
+            boards[name].add(action.name, k, guess, truth)
         model.prefill(state_span.text, cache)
         if truth.event not in VALUED and not truth.is_end:
             written = truth.locals
@@ -176,7 +203,8 @@ def score_trajectory(model: Model, text: str, scorer: Scorer, views: dict[str, S
 
 
 def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
-    """Top-1 accuracy (overall and by the most frequent event type), ECE and mean KL over the examples."""
+    """Top-1 accuracy (overall, by the most frequent event type, and their macro average: each type that occurs
+    counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
     correct, kls, by_type = [], [], defaultdict(list)
     confidences = []
     for prompt, empirical in examples:
@@ -186,10 +214,12 @@ def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
         confidences.append(float(predicted.max()))
         by_type[OUTCOMES[int(empirical.argmax())]].append(hit)
         kls.append(kl_divergence(empirical, predicted))
+    by_event = {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())}
     return {
         "examples": len(examples),
         "top1_accuracy": float(np.mean(correct)),
-        "accuracy_by_event": {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())},
+        "macro_accuracy": float(np.mean(list(by_event.values()))),
+        "accuracy_by_event": by_event,
         "ece": expected_calibration_error(np.array(confidences), np.array(correct, dtype=float)),
         "kl": float(np.mean(kls)),
     }
@@ -236,6 +266,24 @@ def go_examples(
     return examples, sum(skipped.values())
 
 
+def score_cuts(
+    model: Model, data: str, split: str, max_cuts: int, max_new_tokens: int
+) -> tuple[dict[str, Board], int, int]:
+    """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
+    trajectory starts with `max_cuts` cuts scored (so the same arguments always score the same cuts); with the
+    number of trajectories scored and of cuts skipped because their prompt does not fit."""
+    boards = {name: Board() for name in ("model", *BASELINES)}
+    trajectories = skipped = 0
+    for row in table_rows(data, "trajectories"):
+        if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
+            break
+        if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
+            continue
+        skipped += score_trajectory(model, row["text"], boards, max_new_tokens)
+        trajectories += 1
+    return boards, trajectories, skipped
+
+
 def evaluate(
     run: str,
     data: str,
@@ -251,22 +299,14 @@ def evaluate(
     """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc)."""
     if split not in EVALUATION_SPLITS:
         raise ValueError(f"--split must be one of {', '.join(EVALUATION_SPLITS)}, got {split!r}")
-    model = Model(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = Model.load(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
     holdout = model.holdout
     if split == "heldout" and holdout == 0.0:
         raise ValueError(
             f"the run's packed data ({model.data}) held no source out (tracegen pack --holdout 0): pack with "
             f"--holdout 0.1 and train on that, or evaluate with --split all"
         )
-    scorer, views = Scorer(), {"output": Scorer(), "input": Scorer()}
-    trajectories = skipped = 0
-    for row in table_rows(data, "trajectories"):
-        if sum(scorer.cuts.values()) >= max_cuts:
-            break
-        if split == "heldout" and not is_heldout(row["source_id"], holdout):
-            continue
-        skipped += score_trajectory(model, row["text"], scorer, views, max_new_tokens)
-        trajectories += 1
+    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens)
     results = {
         "run": os.path.abspath(run),
         "step": model.step,
@@ -275,9 +315,8 @@ def evaluate(
         "holdout": holdout,
         "trajectories": trajectories,
         "cuts_skipped": skipped,  # their prompt does not fit in the model's context
-        "per_action": scorer.table(),
-        "output_prediction": views["output"].table().get("return value"),
-        "input_prediction": views["input"].table().get("arguments"),
+        **boards["model"].results(),
+        "baselines": {name: boards[name].results() for name in BASELINES},
     }
     examples, results["go_skipped"] = go_examples(data, split, holdout, model.tokenizer, model.config.seq_len)
     if examples:
@@ -291,21 +330,31 @@ def evaluate(
     return results
 
 
-def results_table(results: dict) -> str:
-    """The per-action table as text (what `tracegen evaluate` prints)."""
-    header = f"{'action':<16}{'cuts':>7}" + "".join(f"{key:>9}" for key in ("state", *COMPONENTS))
-    lines = [f"step {results['step']}, split {results['split']}, {results['trajectories']} trajectories", header]
-    rows = dict(results["per_action"])
+def table_rows_of(board: dict) -> dict[str, dict]:
+    """A predictor's rows by label: its actions, then the output and input views when there were such cuts."""
+    rows = dict(board["per_action"])
     for name, key in (("output (return)", "output_prediction"), ("input (args)", "input_prediction")):
-        if results.get(key):
-            rows[name] = results[key]
-    for action, row in rows.items():
-        cells = "".join(f"{row[key]:>9.3f}" for key in ("state", *COMPONENTS))
-        lines.append(f"{action:<16}{row['cuts']:>7}{cells}")
+        if board.get(key):
+            rows[name] = board[key]
+    return rows
+
+
+def results_table(results: dict) -> str:
+    """The per-action table as text (what `tracegen evaluate` prints): each model row, then the baselines' rows of
+    the same cuts, indented."""
+    header = f"{'action':<18}{'cuts':>7}" + "".join(f"{key:>9}" for key in ("state", *COMPONENTS))
+    lines = [f"step {results['step']}, split {results['split']}, {results['trajectories']} trajectories", header]
+    baselines = {name: table_rows_of(board) for name, board in results.get("baselines", {}).items()}
+    for action, row in table_rows_of(results).items():
+        lines.append(f"{action:<18}{row['cuts']:>7}" + "".join(f"{row[key]:>9.3f}" for key in ("state", *COMPONENTS)))
+        for name, rows in baselines.items():
+            cells = "".join(f"{rows[action][key]:>9.3f}" for key in ("state", *COMPONENTS))
+            lines.append(f"  {name:<23}{cells}")
     go = results.get("go")
     if go:
         lines.append(
-            f"go: {go['examples']} examples, top-1 {go['top1_accuracy']:.3f}, ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
+            f"go: {go['examples']} examples, top-1 {go['top1_accuracy']:.3f}, macro {go['macro_accuracy']:.3f}, "
+            f"ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
             + ("" if math.isfinite(go["kl"]) else " (KL infinite: the model gives 0 to an observed event)")
         )
     if results.get("go_rollouts"):

@@ -14,9 +14,9 @@ import os
 from dataclasses import replace
 
 from pipeline.engine.orchestrate import start_ray
+from pipeline.pretrain.checkpoints import CONFIG_FILE, METRICS
 from pipeline.pretrain.config import TrainConfig
 
-CONFIG_FILE = "config.json"
 RESUMABLE = ("steps", "log_every", "checkpoint_every", "compile")  # may change between starts of one run
 
 
@@ -46,13 +46,18 @@ def pretrain(config: TrainConfig, *, workers: int = 1, gpu: bool = False, addres
     """Train (or resume) the run; returns the path of its metrics.jsonl."""
     if type(workers) is not int or workers < 1:
         raise ValueError(f"--workers must be an int >= 1, got {workers!r}")
-    config = replace(config, data=os.path.abspath(config.data), out=os.path.abspath(config.out))
+    config = replace(
+        config,
+        data=os.path.abspath(config.data),
+        out=os.path.abspath(config.out),
+        eval_data=config.eval_data and os.path.abspath(config.eval_data),  # Ray Train workers start elsewhere
+    )
     check_run_config(config)
     start_ray(address, None if address else workers)
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    from pipeline.pretrain.train import METRICS, train_worker
+    from pipeline.pretrain.train import train_worker
 
     trainer = TorchTrainer(
         train_worker,

@@ -23,13 +23,14 @@ import numpy as np
 import torch
 
 from pipeline.loader.packed import PackedLoader
+from pipeline.pretrain.checkpoints import CHECKPOINTS, METRICS, STATE_FILE, latest_checkpoint
 from pipeline.pretrain.config import TrainConfig
+from pipeline.pretrain.curve import curve_point, tokens_seen
 from pipeline.pretrain.model import DecoderLM, ModelConfig
-from pipeline.pretrain.objective import Targets, loss_sum_of
+from pipeline.pretrain.objective import Targets, balance_weights, loss_sum_of
+from schemas.go_next_event import OUTCOMES
 
-CHECKPOINTS = "checkpoints"
-METRICS = "metrics.jsonl"
-STATE_FILE = "state.pt"
+GO_BALANCE = "go_balance.json"
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -38,12 +39,6 @@ def learning_rate(step: int, config: TrainConfig) -> float:
         return (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
     return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def latest_checkpoint(out: str) -> str | None:
-    root = os.path.join(out, CHECKPOINTS)
-    names = sorted(name for name in os.listdir(root) if name.startswith("step_")) if os.path.isdir(root) else []
-    return os.path.join(root, names[-1], STATE_FILE) if names else None
 
 
 def model_config(config: TrainConfig, loader: PackedLoader) -> ModelConfig:
@@ -58,8 +53,9 @@ def build_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.
     return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.95), eps=1e-8)
 
 
-def to_targets(batch: dict, device: torch.device) -> Targets:
-    """The micro-batch's Go soft targets as flat tensors (pads dropped) and its loss mask."""
+def to_targets(batch: dict, device: torch.device, type_weights: np.ndarray) -> Targets:
+    """The micro-batch's Go soft targets as flat tensors (pads dropped), each weighted by its target type's
+    entry of `type_weights` (OUTCOMES order), and its loss mask."""
     rows, columns = np.nonzero(batch["go_positions"] >= 0)
     counts = batch["go_counts"][rows, columns].astype(np.float64)
     runs = np.maximum(batch["go_n"][rows, columns], 1)[:, None]
@@ -68,6 +64,7 @@ def to_targets(batch: dict, device: torch.device) -> Targets:
         go_rows=torch.from_numpy(rows.astype(np.int64)).to(device),
         go_positions=torch.from_numpy(batch["go_positions"][rows, columns]).to(device),
         go_probs=torch.from_numpy(counts / runs).float().to(device),
+        go_weights=torch.from_numpy(type_weights[counts.argmax(axis=1)]).float().to(device),
     )
 
 
@@ -119,6 +116,7 @@ def train_worker(config_dict: dict) -> None:
                 config.out,
                 {
                     "step": step,
+                    "tokens": tokens_seen(config, step, trainer.loader.shards.seq_len),
                     "loss": loss,
                     "lr": lr,
                     "grad_norm": float(norm),
@@ -126,6 +124,10 @@ def train_worker(config_dict: dict) -> None:
                     "epoch": trainer.loader.epoch,
                     "batches_consumed": trainer.loader.batches_consumed,
                 },
+            )
+        if rank == 0 and config.eval_every and (step % config.eval_every == 0 or step == config.steps):
+            _log(
+                config.out, curve_point(trainer.model, config, step, trainer.loader.shards.seq_len, str(trainer.device))
             )
         if rank == 0 and (step % config.checkpoint_every == 0 or step == config.steps):
             _save(config.out, step, trainer.model, trainer.optimizer, trainer.scheduler, trainer.loader, config)
@@ -167,6 +169,12 @@ class Trainer:
         if config.compile and self.device.type == "cuda":
             self.wrapped = torch.compile(self.wrapped)
         self.outcome_ids = torch.from_numpy(loader.go_event_token_ids()).to(self.device)
+        self.type_weights = np.ones(len(OUTCOMES))  # the Go term's weight per target type (--go-balance)
+        if config.go_balance != "none":
+            counts = loader.shards.go_target_types()
+            self.type_weights = balance_weights(counts, config.go_balance)
+            if rank == 0:
+                _write_balance(config, counts, self.type_weights)
 
     def _resume(self) -> int:
         """Load the newest checkpoint of the run, if any (rank 0 cuts the metrics back to it): its step, or 0."""
@@ -189,7 +197,7 @@ class Trainer:
         ranks."""
         config, device, world = self.config, self.device, self.world
         counts = torch.tensor([float(b["loss_mask"][:, 1:].sum()) for b in micro_batches], device=device)
-        targets = [to_targets(b, device) for b in micro_batches]
+        targets = [to_targets(b, device, self.type_weights) for b in micro_batches]
         local_count = counts.sum() + (
             sum(int(t.go_rows.numel()) for t in targets) if config.go_objective == "kl" else 0
         )
@@ -274,6 +282,17 @@ def _save(out: str, step: int, model, optimizer, scheduler, loader: PackedLoader
     }
     torch.save(state, os.path.join(staging, STATE_FILE))
     os.replace(staging, final)
+
+
+def _write_balance(config: TrainConfig, counts: np.ndarray, weights: np.ndarray) -> None:
+    """RUN/go_balance.json: the packed data's Go positions per target type and the weights they give."""
+    record = {
+        "go_balance": config.go_balance,
+        "target_types": dict(zip(OUTCOMES, counts.tolist(), strict=True)),
+        "weights": dict(zip(OUTCOMES, weights.tolist(), strict=True)),
+    }
+    with open(os.path.join(config.out, GO_BALANCE), "w") as handle:
+        json.dump(record, handle, indent=1)
 
 
 def _log(out: str, record: dict) -> None:

@@ -35,6 +35,14 @@ def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memori
         assert row["state"] >= 0.75, (action, row)
         assert untrained["per_action"][action]["state"] == 0.0, action
     assert learned["input_prediction"]["state"] >= 0.75
+    for name, baseline in learned["baselines"].items():  # the baselines are scored on the model's own cuts
+        assert {a: r["cuts"] for a, r in baseline["per_action"].items()} == {
+            a: r["cuts"] for a, r in learned["per_action"].items()
+        }, name
+        assert baseline == untrained["baselines"][name]
+    assert (
+        learned["baselines"]["copy"]["per_action"]["step_into"]["state"] < learned["per_action"]["step_into"]["state"]
+    )
     assert json.loads((tmp_path / "learned.json").read_text()) == learned
 
 

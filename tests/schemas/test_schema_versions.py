@@ -16,7 +16,7 @@ PINNED = {
     "failures": (1, "2cc6bfab84f00fb9"),
     "trajectories": (2, "11d6b88bb4a35066"),
     "duplicates": (1, "e096e65c731894f2"),
-    "go_runs": (3, "a942b5e35cf26db7"),
+    "go_runs": (4, "fed435d94dfde3b9"),
     "go_next_event": (3, "a9e4544e26afdc3b"),
     "go_traces": (1, "604a63f4dfe3d31b"),
     "go_trajectories": (1, "838ed33d17b79803"),

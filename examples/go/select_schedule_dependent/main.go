@@ -6,7 +6,8 @@
 // outcome does not lean on machine load. If the picker got it, main waits for
 // the slow value and every goroutine ends (status ok). If main got it, main
 // returns while the slow sender still sleeps, and the picker is left blocked
-// in its select (status leak, the picker listed in "leaked").
+// in its select (status leak: the picker listed in "leaked", blocked(select),
+// beside the sleeping sender, blocked(sleep)).
 package main
 
 import "time"
@@ -34,7 +35,7 @@ func main() {
 		}
 	}()
 	go func() {
-		time.Sleep(30 * time.Millisecond) // far longer than stopping the trace
+		time.Sleep(300 * time.Millisecond) // far past the harness's 100 ms grace after main returns
 		slow <- 2
 	}()
 	take(toMain, slow)

@@ -58,7 +58,8 @@ EVENT_KEYS = {
 }
 EVENT_NAMES = EVENT_TYPES + ANNOTATIONS
 GOROUTINE_KEYS = {"goroutine": int, "gpath": str, "start_function": str, "final_state": str, "final_reason": str}
-LEAKED_KEYS = {"goroutine": int, "gpath": str, "reason": str}
+LEAKED_KEYS = {"goroutine": int, "gpath": str, "state": str, "reason": str}
+LEAKED_STATE = re.compile(r"created|runnable|running|syscall|blocked\((.*)\)", re.S)
 TRAILER_KEYS = {
     "end": bool,
     "mode": str,
@@ -172,6 +173,12 @@ def parse_harness_line(line: bytes, *, work: str, max_events: int) -> dict:
             raise HarnessOutputError(
                 f"{where}: goroutine {leaked['goroutine']} is not {leaked['gpath'][:40]!r} in the run"
             )
+        state = LEAKED_STATE.fullmatch(leaked["state"])
+        if state is None or (state.group(1) or "") != leaked["reason"]:
+            raise HarnessOutputError(
+                f"{where}: state {leaked['state'][:60]!r} is not created, runnable, running, syscall or "
+                f"blocked(REASON) with its reason {leaked['reason'][:40]!r}"
+            )
     return run
 
 
@@ -218,7 +225,9 @@ def run_gpaths(run: dict) -> set[str]:
 
 def renumber_leaked(leaked: list[dict], ids: dict[str, int]) -> list[dict]:
     """A run's leaked goroutines with program-canonical ids, by id."""
-    rows = [{"goroutine": ids[g["gpath"]], "gpath": g["gpath"], "reason": g["reason"]} for g in leaked]
+    rows = [
+        {"goroutine": ids[g["gpath"]], "gpath": g["gpath"], "state": g["state"], "reason": g["reason"]} for g in leaked
+    ]
     return sorted(rows, key=lambda g: g["goroutine"])
 
 

@@ -53,7 +53,7 @@ def line(run_index: int = 0, **extra) -> dict:
     return values | extra
 
 
-LEAKED = {"goroutine": 0, "gpath": "0", "reason": "select"}
+LEAKED = {"goroutine": 0, "gpath": "0", "state": "blocked(select)", "reason": "select"}
 
 
 def output(*lines: dict) -> bytes:
@@ -98,8 +98,11 @@ def test_user_annotations_parse_and_keep_their_text():
         dict(generations=-1),
         dict(status="leak"),  # a leak names its goroutines
         dict(leaked=[LEAKED]),  # and only a leak does
-        dict(status="leak", leaked=[{"goroutine": 5, "gpath": "0", "reason": "select"}]),  # not the run's id
+        dict(status="leak", leaked=[LEAKED | {"goroutine": 5}]),  # not the run's id
         dict(status="leak", leaked=[LEAKED | {"extra": 1}]),
+        dict(status="leak", leaked=[LEAKED | {"state": "asleep"}]),  # created, runnable, running, syscall, blocked()
+        dict(status="leak", leaked=[LEAKED | {"state": "blocked(sync)"}]),  # the reason is the blocked one's
+        dict(status="leak", leaked=[LEAKED | {"state": "running"}]),  # only a blocked one has a reason
         dict(events=[event(0, function="x" * 70_000)]),
         dict(goroutines=[{"goroutine": 0}]),
         dict(run_index=-1),  # -1 only for build_error
@@ -164,6 +167,9 @@ def test_canonical_ids_are_breadth_first_and_renumbering_maps_peers():
 def test_a_leak_parses_with_its_goroutines():
     [run] = parse(output(line(0, status="leak", leaked=[LEAKED])))
     assert run["status"] == "leak" and run["leaked"] == [LEAKED]
+    for state in ("created", "runnable", "running", "syscall"):
+        [run] = parse(output(line(0, status="leak", leaked=[LEAKED | {"state": state, "reason": ""}])))
+        assert run["leaked"][0]["state"] == state
 
 
 def test_completeness_rules():

@@ -162,7 +162,9 @@ def test_leaked_goroutine_never_unblocks_and_no_runtime_goroutine_appears(leaked
         [leak] = [g for g in run["goroutines"] if g["start_function"] == "main.waitForever"]
         own = [e for e in run["events"] if e["goroutine"] == leak["goroutine"]]
         assert (own[-1]["event"], own[-1]["reason"]) == ("GoBlock", "select")
-        assert run["leaked"] == [{"goroutine": leak["goroutine"], "gpath": leak["gpath"], "reason": "select"}]
+        assert run["leaked"] == [
+            {"goroutine": leak["goroutine"], "gpath": leak["gpath"], "state": "blocked(select)", "reason": "select"}
+        ]
     ids = {g["goroutine"] for run in result.rows("go_runs") for g in run["goroutines"]}
     assert {r["goroutine"] for r in rows if r["goroutine"] is not None} <= ids
     leak_id = leak["goroutine"]
