@@ -35,7 +35,7 @@ def test_several_go_positions_in_one_document_each_add_their_kl_term_and_the_lin
     logits = torch.randn(1, 5, vocab, generator=torch.Generator().manual_seed(0))
     mask = torch.tensor([[False, True, True, True, True]])
     probs = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.25, 0.75]])
-    targets = Targets(mask, torch.tensor([0, 0]), torch.tensor([1, 3]), probs)
+    targets = Targets(mask, torch.tensor([0, 0]), torch.tensor([1, 3]), probs, torch.ones(2))
     log_q = torch.log_softmax(logits[0, [0, 2]][:, outcome_ids], dim=-1)
     kl = float(kl_to_empirical(log_q, probs).sum())
     line = torch.nn.functional.cross_entropy(logits[0, [1, 3]], torch.tensor([2, 3]), reduction="sum")
