@@ -57,7 +57,7 @@ def parse_step(event: str, rest: str) -> dict | None:
 
 
 class Rollout:
-    """One model's rollouts: its outcome tokens, the seeded generator of the type tokens."""
+    """Rollouts of one model: the model, and the seeded generator its type tokens are sampled with."""
 
     def __init__(self, model: "Model", seed: int):
         self.model = model
