@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,6 +20,10 @@ type Program struct {
 	Binary     string   // the built executable
 	ModulePath string   // from go.mod ("prog" when the harness wrote it)
 	Tests      []string // test functions found by scanning (test mode)
+	// Instrumentation is InstrRewritten, InstrDisabled or InstrFallback;
+	// RewriteError says why a fallback happened ("" otherwise).
+	Instrumentation string
+	RewriteError    string
 }
 
 // BuildError is a failure to prepare or compile the program; it is data
@@ -111,19 +116,51 @@ func goEnv() []string {
 }
 
 // Prepare copies dir into work/src, decides the mode, writes go.mod when
-// missing, injects the watchdog into a main package and builds once. On a
-// *BuildError the returned Program is non-nil and its Mode is decided.
-func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Program, error) {
-	p := &Program{SrcDir: filepath.Join(work, "src")}
+// missing, rewrites the object operations when rewrite is set (rewrite.go),
+// injects the watchdog into a main package and builds once. When rewriting
+// or the rewritten build fails, the original source is copied and built
+// again: Instrumentation is then InstrFallback, with the reason in
+// RewriteError. On a *BuildError the returned Program is non-nil and its Mode
+// is decided.
+func Prepare(ctx context.Context, dir, work string, mode Mode, race, rewrite bool) (*Program, error) {
+	p := &Program{SrcDir: filepath.Join(work, "src"), Instrumentation: InstrDisabled}
+	if err := p.stage(dir, work, mode); err != nil {
+		return p, err
+	}
+	if !rewrite {
+		return p, p.compile(ctx, work, race)
+	}
+	p.Instrumentation = InstrRewritten
+	err := rewriteObjects(p.SrcDir, p.Mode == ModeTest, race)
+	if err == nil {
+		err = p.compile(ctx, work, race)
+		var be *BuildError
+		if !errors.As(err, &be) || ctx.Err() != nil {
+			return p, err
+		}
+		err = fmt.Errorf("rewritten program failed to build: %s", tailString(be.Output, 1000))
+	} else {
+		err = fmt.Errorf("rewrite: %w", err)
+	}
+	p.Instrumentation, p.RewriteError = InstrFallback, err.Error()
+	if err := p.stage(dir, work, mode); err != nil {
+		return p, err
+	}
+	return p, p.compile(ctx, work, race)
+}
+
+// stage copies dir into the scratch source dir (replacing what was there),
+// decides the mode and writes go.mod when missing.
+func (p *Program) stage(dir, work string, mode Mode) error {
 	if err := os.RemoveAll(p.SrcDir); err != nil {
-		return nil, err
+		return err
 	}
 	if err := copyTree(dir, p.SrcDir, work); err != nil {
-		return nil, err
+		return err
 	}
 	tests, err := findTests(p.SrcDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.Tests, p.Mode = tests, mode
 	if p.Mode == ModeAuto {
@@ -133,9 +170,11 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 		}
 	}
 	p.ModulePath, err = ensureGoMod(p.SrcDir)
-	if err != nil {
-		return p, err
-	}
+	return err
+}
+
+// compile injects the watchdog (main packages) and builds the staged source.
+func (p *Program) compile(ctx context.Context, work string, race bool) error {
 	args := []string{"build"}
 	p.Binary = filepath.Join(work, "prog.bin")
 	var injectErr error
@@ -155,19 +194,19 @@ func Prepare(ctx context.Context, dir, work string, mode Mode, race bool) (*Prog
 	cmd.Dir, cmd.Env = p.SrcDir, goEnv()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		return p, buildTimeoutError(buildTimeout)
+		return buildTimeoutError(buildTimeout)
 	}
 	if err != nil {
 		code := 1
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
 			code = ee.ExitCode()
 		}
-		return p, &BuildError{ExitCode: code, Output: tailString(string(out), 4000)}
+		return &BuildError{ExitCode: code, Output: tailString(string(out), 4000)}
 	}
 	if injectErr != nil {
-		return p, &BuildError{ExitCode: 1, Output: "tracegen: " + injectErr.Error()}
+		return &BuildError{ExitCode: 1, Output: "tracegen: " + injectErr.Error()}
 	}
-	return p, nil
+	return nil
 }
 
 // ensureGoMod returns the module path of dir's go.mod, writing

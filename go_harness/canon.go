@@ -77,9 +77,13 @@ func (p *traceParser) finish() {
 		p.res.Leaked = append(p.res.Leaked, LeakedGoroutine{Goroutine: g.canon, GPath: g.gpath(), State: g.leakState(),
 			Reason: reason})
 	}
+	p.objects.finishObjects()
 	for i := range p.res.Events {
 		ev := &p.res.Events[i]
 		ev.Goroutine, ev.GPath, ev.Peer = ev.g.canon, ev.g.gpath(), -1
+		if ev.render != nil {
+			ev.Object, ev.ObjectState = ev.render()
+		}
 		if ev.peer != nil {
 			ev.Peer = ev.peer.canon
 		}

@@ -23,8 +23,8 @@ func blockedDumpState(state string) bool {
 // dumpAllBlocked decides "deadlock" from a goroutine dump (runtime.Stack(all)
 // from the watchdog, or the testing alarm's traceback), for runs whose trace
 // was not read to the end. A goroutine is the program's when one of its
-// frames is user code (the harness's watchdog and a test binary's generated
-// main excluded); it reports whether
+// frames is user code (the harness's watchdog, its object helpers and a test
+// binary's generated main excluded); it reports whether
 // at least one such goroutine exists and all of them are blocked.
 func dumpAllBlocked(dump string) bool {
 	locs := dumpHeaderRe.FindAllStringSubmatchIndex(dump, -1)
@@ -60,8 +60,11 @@ func userGoroutine(stack string) bool {
 		if i := strings.LastIndexByte(fn, '('); i > 0 {
 			fn = fn[:i]
 		}
-		if strings.Contains(fn, "_tracegen") {
-			return false
+		if strings.Contains(fn, "_tracegenWatchdog") {
+			return false // the harness's watchdog
+		}
+		if strings.Contains(fn, "._tracegen") {
+			continue // the object helpers of rewrite.go: the caller's frame decides
 		}
 		if isUserFunc(fn) {
 			return true

@@ -48,13 +48,15 @@ func isUserFunc(fn string) bool {
 }
 
 // generatedFiles are the files of a binary that are Go code but not the
-// program's: the test binary's generated main (`main.main` in _testmain.go)
-// and the harness's watchdog (its `main.main` calls the user's main).
-var generatedFiles = map[string]bool{"_testmain.go": true, watchdogFile: true}
+// program's: the test binary's generated main (`main.main` in _testmain.go),
+// the harness's watchdog (its `main.main` calls the user's main) and the
+// object-operation helpers the rewritten code calls (rewrite.go), in any
+// package.
+var generatedFiles = map[string]bool{"_testmain.go": true, watchdogFile: true, objectsFile: true}
 
 // isProgramFrame reports whether a frame is the program's own code: user
 // code (isUserFunc) that is neither generated (_testmain.go, the watchdog
-// file) nor one of the harness's main._tracegen* functions. fn is the raw
+// file, the object helpers) nor one of the harness's main._tracegen* functions. fn is the raw
 // function name as in the trace (before the main rename).
 func isProgramFrame(fn, file string) bool {
 	return isUserFunc(fn) && !strings.HasPrefix(fn, "main._tracegen") && !generatedFiles[path.Base(file)]

@@ -22,7 +22,7 @@ const examples = "../examples/go"
 func prepare(t *testing.T, name string, race bool) (*Program, string) {
 	t.Helper()
 	work := t.TempDir()
-	p, err := Prepare(context.Background(), filepath.Join(examples, name), work, ModeAuto, race)
+	p, err := Prepare(context.Background(), filepath.Join(examples, name), work, ModeAuto, race, true)
 	if err != nil {
 		t.Fatalf("prepare %s: %v", name, err)
 	}
@@ -80,7 +80,9 @@ func TestProducerConsumerEventsAndIDs(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("goroutines = %v, want %v", got, want)
 		}
-		first := r.Events[0]
+		// The first scheduler event (the first event is the ObjectOp of a make).
+		i := slices.IndexFunc(r.Events, func(e Event) bool { return e.Event != "ObjectOp" })
+		first := r.Events[i]
 		if first.Event != "GoCreate" || first.GPath != "0.1" || first.Peer != 0 || first.Function != "main.main" || first.File != "main.go" {
 			t.Fatalf("first event = %+v", first)
 		}
@@ -347,7 +349,7 @@ func TestRaceModeLabelsHangs(t *testing.T) {
 }
 
 func TestBuildErrorFromPrepare(t *testing.T) {
-	_, err := Prepare(context.Background(), filepath.Join(examples, "compile_error"), t.TempDir(), ModeAuto, false)
+	_, err := Prepare(context.Background(), filepath.Join(examples, "compile_error"), t.TempDir(), ModeAuto, false, true)
 	var be *BuildError
 	if !errors.As(err, &be) {
 		t.Fatalf("want BuildError, got %v", err)
@@ -379,7 +381,7 @@ func TestSyntaxErrorReportsCompilerMessage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\nfunc main() {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Prepare(context.Background(), dir, t.TempDir(), ModeAuto, false)
+	_, err := Prepare(context.Background(), dir, t.TempDir(), ModeAuto, false, true)
 	var be *BuildError
 	if !errors.As(err, &be) || !strings.Contains(be.Output, "./main.go:3") {
 		t.Fatalf("got %v", err)

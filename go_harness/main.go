@@ -78,6 +78,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	maxEvents := fs.Int("max-events", 20000, "cap on events per run")
 	modeFlag := fs.String("mode", "auto", "auto|main|test (auto: test when a _test.go file has func TestX(t *testing.T))")
 	keep := fs.Bool("keep-traces", true, "keep run-<i>.trace files in -work (false: delete each after parsing)")
+	rewrite := fs.Bool("rewrite", true, "rewrite channel and sync operations to log their objects (falls back to the original source on failure)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,17 +117,18 @@ func cmdRun(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
 	start := time.Now()
-	prog, err := Prepare(ctx, *dir, *work, mode, *race)
+	prog, err := Prepare(ctx, *dir, *work, mode, *race, *rewrite)
 	var be *BuildError
 	if errors.As(err, &be) {
-		if prog != nil { // the mode was decided before the build failed
-			mode = prog.Mode
-		}
-		return enc.Encode(RunResult{
+		res := RunResult{
 			RunIndex: -1, Mode: mode, Status: "build_error", ExitCode: be.ExitCode,
 			DurationMs: time.Since(start).Milliseconds(), StderrTail: be.Output,
 			Events: []Event{}, Goroutines: []GoroutineSummary{}, Leaked: []LeakedGoroutine{},
-		})
+		}
+		if prog != nil { // the mode was decided before the build failed
+			res.Mode, res.Instrumentation, res.RewriteError = prog.Mode, prog.Instrumentation, prog.RewriteError
+		}
+		return enc.Encode(res)
 	}
 	if err != nil {
 		return err

@@ -286,7 +286,7 @@ func TestPanicWhileTheTraceStops(t *testing.T) {
 		}
 	}
 	work := t.TempDir()
-	p, err := Prepare(context.Background(), dir, work, ModeAuto, false)
+	p, err := Prepare(context.Background(), dir, work, ModeAuto, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}

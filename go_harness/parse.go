@@ -57,8 +57,15 @@ type Event struct {
 	// and message; UserRegion: "" and the region type); "" otherwise.
 	Category string `json:"category"`
 	Message  string `json:"message"`
+	// Object and ObjectState: for ObjectOp, the object operated on and its
+	// state after the operation; for GoBlock and GoUnblock, the object the
+	// goroutine's pending operation is on and its state then (objects.go);
+	// "" when none.
+	Object      string `json:"object"`
+	ObjectState string `json:"object_state"`
 
-	g, peer *gInfo // resolved to canonical ids by finish
+	g, peer *gInfo                  // resolved to canonical ids by finish
+	render  func() (string, string) // Object and ObjectState, rendered by finish once ids are known
 }
 
 // LeakedGoroutine is a program goroutine still alive when a run ended
@@ -135,6 +142,7 @@ type gInfo struct {
 	inSlowExit bool
 	canon      int // dense canonical id, set by finish
 	emitted    bool
+	pending    *pendingOp // the object operation it is inside (objects.go)
 }
 
 // rawTransition is one goroutine state transition as read from the trace.
@@ -273,11 +281,12 @@ type traceParser struct {
 	heldPreemption *Event                // see emit
 	frames         map[trace.Stack]frame // programFrame's cache, for the generation framesGen
 	framesGen      int
+	objects        *objectTable
 }
 
 func newParser(opt ParseOptions, res *ParseResult) *traceParser {
 	return &traceParser{opt: opt, res: res, gs: map[trace.GoID]*gInfo{}, sites: map[int]int{},
-		frames: map[trace.Stack]frame{}}
+		frames: map[trace.Stack]frame{}, objects: newObjectTable()}
 }
 
 func (p *traceParser) step(rt *rawTransition) {
@@ -349,9 +358,16 @@ func (p *traceParser) step(rt *rawTransition) {
 		pos = p.programFrame(rt.stack)
 		g.resume = pos
 	}
+	var render func() (string, string)
+	if name == "GoBlock" || name == "GoUnblock" {
+		render = p.waitState(g, g.reason)
+		if name == "GoBlock" {
+			render = p.waitState(g, reason)
+		}
+	}
 	p.setState(g, rt)
 	p.record(rt.t, Event{Event: name, Reason: reason, Function: pos.Func, File: pos.File, Line: pos.Line,
-		g: g, peer: peer})
+		g: g, peer: peer, render: render})
 }
 
 // record emits ev, which happened at t, unless the cap is reached (then the
@@ -380,6 +396,10 @@ func (p *traceParser) record(t trace.Time, ev Event) {
 func (p *traceParser) annotate(rt *rawTransition) {
 	g := p.gs[rt.id]
 	if rt.id == trace.NoGoroutine || g == nil || !g.kept || p.res.Truncated {
+		return
+	}
+	if rt.annotation == "UserLog" && rt.category == objCategory {
+		p.objectOp(g, rt)
 		return
 	}
 	pos := p.programFrame(rt.evStack)

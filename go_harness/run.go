@@ -41,6 +41,9 @@ type RunResult struct {
 	Goroutines  []GoroutineSummary `json:"goroutines"`
 	Leaked      []LeakedGoroutine  `json:"leaked"`
 	Generations int                `json:"generations"`
+	// Instrumentation and RewriteError: how the program was built (Program).
+	Instrumentation string `json:"instrumentation"`
+	RewriteError    string `json:"rewrite_error"`
 }
 
 // exitWatchdog is the exit code of the injected watchdog (main packages).
@@ -61,7 +64,7 @@ func killGrace(timeout time.Duration) time.Duration {
 // RunOnce executes the built program once and classifies the outcome.
 func RunOnce(p *Program, cfg RunConfig, index int, work string) RunResult {
 	res := RunResult{RunIndex: index, Mode: p.Mode, Events: []Event{}, Goroutines: []GoroutineSummary{},
-		Leaked: []LeakedGoroutine{}}
+		Leaked: []LeakedGoroutine{}, Instrumentation: p.Instrumentation, RewriteError: p.RewriteError}
 	traceFile := filepath.Join(work, fmt.Sprintf("run-%d.trace", index))
 	stacksFile := filepath.Join(work, fmt.Sprintf("run-%d.stacks", index))
 	os.Remove(traceFile)

@@ -303,7 +303,7 @@ def _leak_report(runs: pl.DataFrame, next_event: pl.DataFrame | None) -> list[st
                 (pl.col("program_id") == program)
                 & (pl.col("gpath") == gpath)
                 & (pl.col("prefix_kind") == "goroutine_exact")
-                & (pl.col("state") == "blocked(select)")
+                & pl.col("state").str.starts_with("blocked(select")  # with or without the offered channels
             )
         )
         if blocked.is_empty():

@@ -1,7 +1,8 @@
 """The `go_next_event` table: empirical next-event distributions of a Go program over its runs.
 
 One row per (program, prefix key). Only scheduler events count: a run's events are its go_runs `events`
-without the user annotations (UserLog, UserRegion), and depths, prefixes and hashes are over those. Every
+without the annotations (UserLog, UserRegion, and the harness's ObjectOp), and depths, prefixes and hashes
+are over those. Every
 row counts, over the program's runs, what came next after
 the key's prefix: one of the event types, or `End` (nothing: the run is known to have ended there).
 Four keys (`prefix_kind`), each computed at *every* depth that any counted run reaches:
@@ -36,7 +37,7 @@ import pyarrow as pa
 
 from schemas.fields import field, named_values
 
-VERSION = 3
+VERSION = 4
 
 EVENT_TYPES = ("GoCreate", "GoStart", "GoBlock", "GoUnblock", "GoSched", "GoEnd", "GoSyscall", "GoTransition")
 END = "End"
@@ -87,7 +88,11 @@ SCHEMA = pa.schema(
             "goroutine_exact rows: the goroutine's state after the prefix, from its last event: not_created "
             "(no event yet) | runnable (GoCreate, GoUnblock, GoSched) | running (GoStart, GoSyscall exit) | "
             "blocked(REASON) (GoBlock) | syscall (GoSyscall enter) | ended (GoEnd) | other; null for the "
-            "other kinds",
+            "other kinds. When the GoBlock names the object the goroutine waits on (go_runs events.object, "
+            "object_state: a rewritten run), blocked(REASON: OBJECT STATE), e.g. 'blocked(chan receive: "
+            "chan@main.go:12 recv, len 0/1, senders 0)', 'blocked(sync: mutex@main.go:9 lock, held by g0.2)'; "
+            "the object and state are those of the row's first counted run (rows group runs by the exact "
+            "prefix, which does not include object states)",
         ),
         field(
             "prefix_hash",

@@ -9,6 +9,26 @@ the id of a goroutine created in the same order by the same creator.
 Besides the scheduler's state changes, `events` holds the program's own runtime/trace user annotations
 (`UserLog` for `trace.Log`, `UserRegion` for the begin and end of `trace.WithRegion` / `trace.StartRegion`),
 as emitted by the program's goroutines only; go_next_event counts scheduler events only (it skips them).
+
+Objects (version 4). Unless the run's `instrumentation` is `disabled` or `fallback`, the harness rewrote the
+program's channel operations (make, send, receive, close, `for range`, `select`) and its `sync.Mutex`, `RWMutex`,
+`WaitGroup` and `Cond` calls before building (go_harness/README.md, "Object operations"; line numbers unchanged).
+Each such operation is an `ObjectOp` event (an annotation: go_next_event skips it) whose `reason` is the
+operation (make | send | recv | close | select | lock | unlock | rlock | runlock | add | done | wait | signal |
+broadcast), `object` the object's id and `object_state` its state after the operation; a `GoBlock` (and the
+`GoUnblock` that ends it) of a goroutine inside such an operation names the object it waits on and the state
+then. Object ids are stable across runs: `KIND@FILE:LINE` of the object's make (`sync.NewCond` for a Cond) or,
+for objects made elsewhere (a zero-value mutex, a channel from a library), of its first logged use; plus
+`/gGPATH` (the creating goroutine's key path) when goroutines of different paths made objects at that site,
+plus `#N` (the creator's N-th object there, from 0) when one made several. KIND: chan | mutex | rwmutex | wg |
+cond. States: channel `len L/C` (`, closed`); GoBlock on a channel `recv, len 0/1, senders 0` or
+`send, len 2/2, receivers 0` (goroutines inside the opposite operation); mutex `held by gGPATH` | `readers N` |
+`free`, GoBlock `lock, held by g0.2`; WaitGroup `counter N`, GoBlock `wait, counter N`; Cond `waiters N`
+(goroutines inside Wait), GoBlock `wait, waiters N`; select GoBlock: `object` the offered channels' ids
+comma-separated, state `select: recv ID len 0/1, send ID len 1/1, recv untracked` (untracked: a case whose
+channel expression the rewriter could not evaluate twice, or a nil channel), select ObjectOp: the fired case's
+channel and `recv, len 0/1` (`default` for the default case). Goroutines are named by key path (`gGPATH`),
+not by canonical id, so states read the same in every run.
 The run's program, source text included, is the `go_programs` row with the same `program_hash`.
 """
 
@@ -18,7 +38,8 @@ from schemas.fields import field
 
 VERSION = 4
 
-ANNOTATIONS = ("UserLog", "UserRegion")
+ANNOTATIONS = ("UserLog", "UserRegion", "ObjectOp")
+INSTRUMENTATIONS = ("rewritten", "disabled", "fallback")
 STATUSES = ("ok", "leak", "deadlock", "timeout", "panic", "race", "exit_error", "build_error")
 
 EVENT = pa.struct(
@@ -37,7 +58,8 @@ EVENT = pa.struct(
             pa.string(),
             "GoCreate | GoStart | GoBlock | GoUnblock | GoSched | GoEnd | GoSyscall | "
             "GoTransition (a state change the mapping does not name) | UserLog (a trace.Log call of the "
-            "goroutine) | UserRegion (a user region of the goroutine begins or ends)",
+            "goroutine) | UserRegion (a user region of the goroutine begins or ends) | ObjectOp (a channel or "
+            "sync operation of the goroutine, logged by the harness's rewriting; see the table doc)",
             nullable=False,
         ),
         field(
@@ -46,7 +68,8 @@ EVENT = pa.struct(
             "GoBlock: the runtime's block reason (chan send, chan receive, select, "
             "sync, sync.(*Cond).Wait, sleep, forever, ...); GoSched: runtime.Gosched | preempted; GoSyscall: "
             "enter | exit; GoCreate: '' or created blocked / created in syscall; GoTransition: 'From->To'; "
-            "UserRegion: begin | end; else ''",
+            "UserRegion: begin | end; ObjectOp: the operation (make, send, recv, close, select, lock, unlock, "
+            "rlock, runlock, add, done, wait, signal, broadcast); else ''",
             nullable=False,
         ),
         field(
@@ -61,7 +84,8 @@ EVENT = pa.struct(
             pa.string(),
             "innermost user (non-runtime, non-standard-library) frame of the relevant "
             "stack: GoCreate the go statement, GoUnblock the unblocker, GoBlock/GoSched/GoSyscall enter the "
-            "goroutine itself, GoStart/GoSyscall exit where it resumes, UserLog/UserRegion the annotating call; "
+            "goroutine itself, GoStart/GoSyscall exit where it resumes, UserLog/UserRegion/ObjectOp the "
+            "annotating call (ObjectOp: the operation's line); "
             "'' when none (GoEnd)",
             nullable=False,
         ),
@@ -78,6 +102,22 @@ EVENT = pa.struct(
             "message",
             pa.string(),
             "UserLog: the trace.Log message; UserRegion: the region type; '' for every other event",
+            nullable=False,
+        ),
+        field(
+            "object",
+            pa.string(),
+            "ObjectOp: the object operated on, e.g. chan@main.go:12 (see the table doc); GoBlock/GoUnblock: the "
+            "object the goroutine waits on (select: the offered channels, comma-separated); '' when none or the "
+            "run was not rewritten",
+            nullable=False,
+        ),
+        field(
+            "object_state",
+            pa.string(),
+            "ObjectOp: the object's state after the operation (len 1/2, held by g0.1, counter 2, ...); GoBlock/"
+            "GoUnblock: what the goroutine waits for and the object's state then (recv, len 0/1, senders 0; "
+            "lock, held by g0; wait, counter 2; ...); '' when none",
             nullable=False,
         ),
     ]
@@ -199,6 +239,20 @@ SCHEMA = pa.schema(
             "complete trace generations the reader read (about one per second of the run); 0 for a trace that "
             "holds no generation (and for build_error)",
             nullable=False,
+        ),
+        field(
+            "instrumentation",
+            pa.string(),
+            "how the program was built: rewritten (its channel and sync operations log their objects: ObjectOp "
+            "events, objects on GoBlock/GoUnblock) | disabled (the rewrite option was off) | fallback (rewriting "
+            "or building the rewritten source failed, so the original source was built; why: rewrite_error). A "
+            "fallback is not a failure",
+            nullable=False,
+        ),
+        field(
+            "rewrite_error",
+            pa.string(),
+            "instrumentation fallback: why (the type checker's or the compiler's message, shortened); else null",
         ),
         field(
             "leaked",

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from pipeline.inspect import load_table
 from pipeline.stages.go import build as go_build
+from pipeline.stages.go.next_event import blocked_on as waits_on
 from pipeline.stages.go.rederive import stored_transitions
 
 OPTIONS = {"runtime_goroutines"}
@@ -99,14 +100,15 @@ def snapshot(index: int, time_ns: int, event_type: str, goroutine: int, states: 
 
 def program_snapshots(events: list[dict]) -> list[dict]:
     """Snapshots from go_runs events (program view): GoSyscall enter is the seed's GoBlock(syscall), exit
-    its GoStart; GoTransition and user annotations have no seed event and are left out; locals_hint is
-    the event's program frame ('unknown' when it has none)."""
+    its GoStart; GoTransition and annotations (user logs and regions, object operations) have no seed event
+    and are left out; a GoBlock's blocked_on names the object and its state when the run was rewritten
+    (next_event.blocked_on); locals_hint is the event's program frame ('unknown' when it has none)."""
     states: dict[int, dict] = {}
     out = []
     for event in events:
         name, reason = event["event"], event["reason"]
         if name == "GoBlock":
-            mapped = ("GoBlock", "blocked", reason)
+            mapped = ("GoBlock", "blocked", waits_on(event))
         elif name == "GoSyscall":
             mapped = ("GoBlock", "running", "syscall") if reason == "enter" else ("GoStart", "running", None)
         else:

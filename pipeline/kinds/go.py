@@ -86,6 +86,13 @@ class GoKind(JobKind[GoConfig]):
         parser.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
         parser.add_argument("--race", action="store_true", help="build with the race detector")
         parser.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
+        parser.add_argument(
+            "--rewrite",
+            action=argparse.BooleanOptionalAction,
+            default=GoSettings.rewrite,
+            help="rewrite channel and sync operations so events name the objects and their states (default on; "
+            "a program that cannot be rewritten runs unmodified, marked 'fallback' in go_runs.instrumentation)",
+        )
         add_trajectory_arguments(parser)
         add_sandbox_argument(parser)
 
@@ -100,6 +107,7 @@ class GoKind(JobKind[GoConfig]):
             race=args.race,
             max_events=args.max_events,
             gomaxprocs=gomaxprocs,
+            rewrite=args.rewrite,
             trajectory_window=args.go_window,
             trajectory_stride=args.go_stride,
         )

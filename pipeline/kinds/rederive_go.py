@@ -98,7 +98,7 @@ class RederiveKind(JobKind[RederiveConfig]):
         if version != go_runs.VERSION:
             raise ValueError(
                 f"--data {source!r} holds go_runs version {version}, this tracegen writes version {go_runs.VERSION} "
-                f"(older datasets have no go_programs sources); re-run trace-go to make a current dataset"
+                f"(an older dataset lacks columns this version writes); re-run trace-go to make a current dataset"
             )
         tables = ("go_runs", "go_traces", "go_programs")
         by_unit: dict[str, dict[str, list[dict]]] = {}

@@ -35,17 +35,17 @@ if TYPE_CHECKING:  # evaluate.py imports this module
     from pipeline.pretrain.evaluate import Model
 
 MAX_LINE_TOKENS = 96
-_LINE = re.compile(r"g(\d+)(?: \((.*)\))?(?: (\S+) (\S+):(\d+))?")
+_LINE = re.compile(r"g(\d+)(?: \((.*)\))?(?: (\S+) (\S+):(\d+))?(?: \[(\S+)(?: (.*))?\])?")
 
 
 def parse_step(event: str, rest: str) -> dict | None:
     """The event a step's line names: `event` is its type (the sampled token's outcome), `rest` the text after
-    the type token up to the newline, as event_line writes it (`g{id} (reason) function file:line`, the reason
-    and the frame when there are); None when `rest` is not such a line."""
+    the type token up to the newline, as event_line writes it (`g{id} (reason) function file:line [object
+    state]`, each part after the goroutine when there is one); None when `rest` is not such a line."""
     match = _LINE.fullmatch(unescape(rest))
     if match is None or event not in OUTCOMES or event == END:
         return None
-    goroutine, reason, function, file, line = match.groups()
+    goroutine, reason, function, file, line, waits_on, state = match.groups()
     return {
         "goroutine": int(goroutine),
         "event": event,
@@ -53,6 +53,8 @@ def parse_step(event: str, rest: str) -> dict | None:
         "function": function or "",
         "file": file or "",
         "line": int(line or 0),
+        "object": waits_on or "",
+        "object_state": state or "",
     }
 
 

@@ -93,6 +93,8 @@ def go_events(n_events: int) -> list[dict]:
             "line": line,
             "category": "",
             "message": "",
+            "object": "",
+            "object_state": "",
         }
 
     events = [event("GoCreate", g, line=9) for g in range(1, 9)]
@@ -125,6 +127,8 @@ def go_run(run_index: int, events: list[dict]) -> dict:
         "stderr_tail": None,
         "stdout_tail": None,
         "generations": 1,
+        "instrumentation": "disabled",
+        "rewrite_error": None,
         "leaked": [],
         "n_events": len(events),
         "events": events,

@@ -164,3 +164,10 @@ def test_examples_that_cannot_fit_are_dropped_and_counted():
         )
     )
     assert [int(d.doc_id.split(":")[2]) for d in kept] == list(range(12))  # one example per row, in row order
+
+
+def test_a_block_line_shows_the_object_it_waits_on():
+    block = {"goroutine": 1, "event": "GoBlock", "reason": "sync", "function": "main.work", "file": "main.go"}
+    block |= {"line": 9, "object": "mutex@main.go:9", "object_state": "lock, held by g0"}
+    assert event_line(block).endswith("g1 (sync) main.work main.go:9 [mutex@main.go:9 lock, held by g0]\n")
+    assert "[" not in event_line(block | {"object": "", "object_state": ""})

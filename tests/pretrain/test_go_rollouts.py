@@ -21,7 +21,10 @@ MODEL = {"layers": 2, "width": 64, "heads": 2}
 ROLLOUTS = 24
 
 
-def _event(kind: str, goroutine: int, reason: str = "", function: str = "main.main", line: int = 9) -> dict:
+def _event(
+    kind: str, goroutine: int, reason: str = "", function: str = "main.main", line: int = 9, waits: str = ""
+) -> dict:
+    waits_on, _, state = waits.partition(" ")
     return {
         "goroutine": goroutine,
         "event": kind,
@@ -29,6 +32,8 @@ def _event(kind: str, goroutine: int, reason: str = "", function: str = "main.ma
         "function": function,
         "file": "main.go" if function else "",
         "line": line if function else 0,
+        "object": waits_on,
+        "object_state": state,
     }
 
 
@@ -41,6 +46,8 @@ def _event(kind: str, goroutine: int, reason: str = "", function: str = "main.ma
         _event("GoEnd", 2, function=""),  # no frame
         _event("GoSyscall", 0, "enter", "main.<|odd|>", 7),  # an escaped payload
         _event("GoTransition", 4, "Waiting->Runnable"),
+        _event("GoBlock", 1, "chan receive", waits="chan@main.go:4 recv, len 0/0, senders 0"),  # a rewritten run
+        _event("GoUnblock", 2, "", "main.main", 7, "mutex@main.go:3 lock, held by g0"),
     ],
 )
 def test_a_step_line_parses_back_into_its_event(event):

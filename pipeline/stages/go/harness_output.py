@@ -10,7 +10,7 @@ import os
 import re
 
 from schemas.go_next_event import EVENT_TYPES
-from schemas.go_runs import ANNOTATIONS, STATUSES
+from schemas.go_runs import ANNOTATIONS, INSTRUMENTATIONS, STATUSES
 
 MAX_TEXT = 64 << 10  # any one string in the harness output
 INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -41,6 +41,8 @@ RUN_KEYS = {
     "goroutines": list,
     "leaked": list,
     "generations": int,
+    "instrumentation": str,
+    "rewrite_error": str,
 }
 EVENT_KEYS = {
     "index": int,
@@ -55,8 +57,11 @@ EVENT_KEYS = {
     "time_ns": int,
     "category": str,
     "message": str,
+    "object": str,
+    "object_state": str,
 }
 EVENT_NAMES = EVENT_TYPES + ANNOTATIONS
+OBJECT_EVENTS = ("ObjectOp", "GoBlock", "GoUnblock")  # the events that may name an object
 GOROUTINE_KEYS = {"goroutine": int, "gpath": str, "start_function": str, "final_state": str, "final_reason": str}
 LEAKED_KEYS = {"goroutine": int, "gpath": str, "state": str, "reason": str}
 LEAKED_STATE = re.compile(r"created|runnable|running|syscall|blocked\((.*)\)", re.S)
@@ -124,6 +129,8 @@ def check_goroutines(events: list[dict], goroutines: list[dict], what: str) -> d
             raise HarnessOutputError(f"{where}.event {event['event'][:40]!r} is not one of {', '.join(EVENT_NAMES)}")
         if event["event"] not in ANNOTATIONS and (event["category"] or event["message"]):
             raise HarnessOutputError(f"{where} is a {event['event']} with a category or message")
+        if event["event"] not in OBJECT_EVENTS and (event["object"] or event["object_state"]):
+            raise HarnessOutputError(f"{where} is a {event['event']} with an object")
         if event["line"] < 0 or event["time_ns"] < 0 or event["peer"] < -1:
             raise HarnessOutputError(f"{where} has a negative line, time or peer")
         bind(event["goroutine"], _gpath(event["gpath"], where), where)
@@ -152,6 +159,12 @@ def parse_harness_line(line: bytes, *, work: str, max_events: int) -> dict:
         raise HarnessOutputError(f"status {run['status'][:40]!r} or mode {run['mode'][:40]!r} is unknown")
     if (index == -1) != (run["status"] == "build_error") or index < -1:
         raise HarnessOutputError(f"run_index {index} does not fit status {run['status']!r}")
+    if run["instrumentation"] not in INSTRUMENTATIONS or (run["instrumentation"] == "fallback") != bool(
+        run["rewrite_error"]
+    ):
+        raise HarnessOutputError(
+            f"instrumentation {run['instrumentation'][:40]!r} does not fit rewrite_error {run['rewrite_error'][:80]!r}"
+        )
     if run["duration_ms"] < 0 or (run["gomaxprocs"] is not None and not 1 <= run["gomaxprocs"] < 1 << 20):
         raise HarnessOutputError("duration_ms or gomaxprocs is out of range")
     expected = os.path.join(work, f"run-{index}.trace")
@@ -248,6 +261,8 @@ def renumber(events: list[dict], goroutines: list[dict], ids: dict[str, int]) ->
             "time_ns": e["time_ns"],
             "category": e["category"],
             "message": e["message"],
+            "object": e["object"],
+            "object_state": e["object_state"],
         }
         for e in events
     ]

@@ -1,7 +1,8 @@
 """Stage: a Go program's runs → empirical next-event distributions (the `go_next_event` table).
 
 Pure functions over `go_runs` rows of one program; no I/O, no Ray. Only scheduler events count: the
-program's user annotations (UserLog, UserRegion) are skipped before anything is keyed. The four prefix keys, `n`,
+program's user annotations (UserLog, UserRegion) and the harness's object operations (ObjectOp) are skipped
+before anything is keyed. The four prefix keys, `n`,
 censoring and `End` are defined in schemas/go_next_event.py; in short:
 
 - global depth k: what each run did as its event k;
@@ -60,13 +61,21 @@ def next_hash(previous: bytes, event: dict) -> bytes:
     return hashlib.sha256(previous + json.dumps(list(token(event)), separators=(",", ":")).encode()).digest()
 
 
+def blocked_on(event: dict) -> str:
+    """What a GoBlock waits for: its reason, then the object and the object's state when the run was rewritten
+    (go_runs `object`, `object_state`, absent from rows older than version 4), e.g. 'chan receive:
+    chan@main.go:12 recv, len 0/1, senders 0'."""
+    waits_on = " ".join(part for part in (event.get("object", ""), event.get("object_state", "")) if part)
+    return f"{event['reason']}: {waits_on}" if waits_on else event["reason"]
+
+
 def state_after(events: Sequence[dict]) -> str:
     """Where a goroutine's events leave it (schemas/go_next_event.py `state`)."""
     if not events:
         return "not_created"
     last = events[-1]
     if last["event"] == "GoBlock":
-        return f"blocked({last['reason']})"
+        return f"blocked({blocked_on(last)})"
     if last["event"] == "GoSyscall":
         return "syscall" if last["reason"] == "enter" else "running"
     return STATE_AFTER.get(last["event"], "other")

@@ -73,10 +73,13 @@ class GoSettings:
     per run (`truncated` when hit). min_prefix_runs: exact-prefix rows need this many runs sharing the
     prefix. trajectory_window / trajectory_stride: go_trajectories windows of this many steps, one starting
     every stride steps (schemas/go_trajectories.py).
-    keep_traces / max_trace_bytes: store each raw trace (zstd) in go_traces when its raw size is
-    at most this. memory_bytes / race_memory_bytes: RLIMIT_AS of every process in the sandbox (the Go
-    runtime and the race detector reserve address space: measured, 1 GiB suffices for small programs
-    even under -race; the race default is 4x to leave room for the detector's shadow memory). nproc:
+    rewrite: let the harness rewrite the programs' channel and sync operations so the runs' events
+    name the objects and their states (go_harness/README.md; a program it cannot rewrite falls back to its
+    original source, marked in go_runs.instrumentation). keep_traces / max_trace_bytes: store each raw
+    trace (zstd) in go_traces when its raw size is at most this. memory_bytes / race_memory_bytes:
+    RLIMIT_AS of every process in the sandbox (the Go runtime and the race detector reserve address space:
+    measured, 1 GiB suffices for small programs even under -race; the race default is 4x to leave room for
+    the detector's shadow memory). nproc:
     RLIMIT_NPROC of the sandbox user (threads count: the go command, compilers, GOMAXPROCS threads).
     file_bytes: RLIMIT_FSIZE (per file: binaries, traces). max_output_bytes: cap on the harness's
     stdout (JSON lines). warm_imports: standard packages precompiled into the shared warm build cache.
@@ -92,6 +95,7 @@ class GoSettings:
     min_prefix_runs: int = 2
     trajectory_window: int = go_trajectories.WINDOW
     trajectory_stride: int = go_trajectories.STRIDE
+    rewrite: bool = True
     keep_traces: bool = True
     max_trace_bytes: int = 64 << 20
     memory_bytes: int = 4 << 30
@@ -236,6 +240,8 @@ def run_row(
         "stderr_tail": run["stderr_tail"] or None,
         "stdout_tail": run["stdout_tail"] or None,
         "generations": run["generations"],
+        "instrumentation": run["instrumentation"],
+        "rewrite_error": run["rewrite_error"] or None,
         "leaked": leaked,
         "n_events": len(events),
         "events": events,
@@ -371,6 +377,7 @@ def _harness_argv(program: GoProgram, settings: GoSettings, tools: GoTools, work
         "-test",
         settings.test_regex,
         "-keep-traces=true",
+        f"-rewrite={'true' if settings.rewrite else 'false'}",
     ]
     if settings.race:
         argv.append("-race")

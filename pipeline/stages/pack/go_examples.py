@@ -69,12 +69,16 @@ TOO_LONG = "go_context_longer_than_seq_len"
 
 
 def event_line(event: dict) -> str:
-    """One prefix event: its type token, then `g{goroutine}`, `(reason)`, `function file:line`."""
+    """One prefix event: its type token, then `g{goroutine}`, `(reason)`, `function file:line`, and for a
+    GoBlock or GoUnblock of a rewritten run `[object state]` (go_runs `object`, `object_state`)."""
     parts = [f"g{event['goroutine']}"]
     if event["reason"]:
         parts.append(f"({event['reason']})")
     if event["function"]:
         parts.append(f"{event['function']} {event['file']}:{event['line']}")
+    waits_on = " ".join(part for part in (event.get("object", ""), event.get("object_state", "")) if part)
+    if waits_on:
+        parts.append(f"[{waits_on}]")
     return OUTCOME_TOKENS[event["event"]] + escape(" ".join(parts)) + "\n"
 
 

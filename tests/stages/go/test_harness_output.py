@@ -26,6 +26,8 @@ def event(index: int, goroutine: int = 0, gpath: str = "0", **extra) -> dict:
         "time_ns": index * 10,
         "category": "",
         "message": "",
+        "object": "",
+        "object_state": "",
     }
     return values | extra
 
@@ -49,6 +51,8 @@ def line(run_index: int = 0, **extra) -> dict:
         ],
         "leaked": [],
         "generations": 1,
+        "instrumentation": "rewritten",
+        "rewrite_error": "",
     }
     return values | extra
 
@@ -75,6 +79,21 @@ def test_user_annotations_parse_and_keep_their_text():
     ids = canonical_ids(["0"])
     events, _ = renumber(run["events"], run["goroutines"], ids)
     assert (events[0]["event"], events[0]["category"], events[0]["message"]) == ("UserLog", "phase", "start")
+
+
+def test_object_events_parse_and_keep_their_object():
+    events = [
+        event(0, event="ObjectOp", reason="send", object="chan@main.go:3", object_state="len 1/2"),
+        event(
+            1, event="GoBlock", reason="chan send", object="chan@main.go:3", object_state="send, len 2/2, receivers 0"
+        ),
+    ]
+    [run] = parse(output(line(0, events=events, instrumentation="fallback", rewrite_error="x") | {"events": events}))
+    renumbered, _ = renumber(run["events"], run["goroutines"], canonical_ids(["0"]))
+    assert [(e["object"], e["object_state"]) for e in renumbered] == [
+        ("chan@main.go:3", "len 1/2"),
+        ("chan@main.go:3", "send, len 2/2, receivers 0"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -106,6 +125,10 @@ def test_user_annotations_parse_and_keep_their_text():
         dict(events=[event(0, function="x" * 70_000)]),
         dict(goroutines=[{"goroutine": 0}]),
         dict(run_index=-1),  # -1 only for build_error
+        dict(instrumentation="patched"),
+        dict(instrumentation="fallback"),  # a fallback says why
+        dict(rewrite_error="boom"),  # and only a fallback does
+        dict(events=[event(0, object="chan@main.go:3")]),  # only ObjectOp, GoBlock, GoUnblock name an object
     ],
 )
 def test_malformed_lines_are_rejected(bad):
@@ -212,4 +235,5 @@ def test_settings_validate_and_hash_only_what_decides_rows():
     assert settings_dict(GoSettings(cache_dir="/elsewhere")) == settings_dict(GoSettings())
     assert settings_dict(GoSettings(warm_imports=("fmt",))) == settings_dict(GoSettings())
     assert settings_dict(GoSettings(runs=7)) != settings_dict(GoSettings())
+    assert settings_dict(GoSettings(rewrite=False)) != settings_dict(GoSettings())  # the rows differ
     assert GoSettings(race=True).limits().memory_bytes > GoSettings().limits().memory_bytes

@@ -18,7 +18,7 @@ def blocked_on_select(rows: list[dict], gpath: str) -> list[dict]:
     return [
         r
         for r in rows
-        if r["prefix_kind"] == "goroutine_exact" and r["gpath"] == gpath and r["state"] == "blocked(select)"
+        if r["prefix_kind"] == "goroutine_exact" and r["gpath"] == gpath and r["state"].startswith("blocked(select")
     ]
 
 

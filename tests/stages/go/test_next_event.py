@@ -14,6 +14,7 @@ from pipeline.stages.go.next_event import (
     goroutine_exact_rows,
     goroutine_rows,
     next_event_rows,
+    state_after,
 )
 from schemas import schema_of
 from schemas.go_next_event import OUTCOMES
@@ -205,3 +206,15 @@ def test_entropy_bits():
     assert entropy_bits([1, 1]) == pytest.approx(1.0)
     assert entropy_bits([1, 1, 1, 1]) == pytest.approx(2.0)
     assert entropy_bits([]) == 0.0
+
+
+def test_a_block_on_a_known_object_names_it_in_the_state_and_object_ops_are_no_depth():
+    blocked = ev(0, "GoBlock", "chan send") | {"object": "chan@main.go:4", "object_state": "send, len 2/2, receivers 0"}
+    assert state_after([ev(0, "GoCreate"), blocked]) == "blocked(chan send: chan@main.go:4 send, len 2/2, receivers 0)"
+    assert state_after([ev(0, "GoBlock", "select")]) == "blocked(select)"  # not rewritten: no object
+    assert state_after([ev(0, "GoBlock", "chan receive") | {"object": "", "object_state": "recv, nil channel"}]) == (
+        "blocked(chan receive: recv, nil channel)"
+    )
+    op = ev(0, "ObjectOp", "send") | {"object": "chan@main.go:4", "object_state": "len 1/2"}
+    rows = next_event_rows("p", [run(0, [ev(0, "GoCreate"), op, op, blocked])]).rows("go_next_event")
+    assert [row["depth"] for row in rows if row["prefix_kind"] == "global"] == [0, 1, 2]
