@@ -16,7 +16,7 @@ from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, event_line
 from pipeline.stages.pack.packing import PackSettings
 
 SEQ_LEN = 512
-STEPS = 100
+STEPS = 150
 MODEL = {"layers": 2, "width": 64, "heads": 2}
 ROLLOUTS = 24
 
