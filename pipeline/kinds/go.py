@@ -1,5 +1,5 @@
 """The Go tracing kind: a directory of Go programs → one Ray task per program → go_programs, go_runs,
-go_traces, go_next_event and failures.
+go_traces, go_next_event, go_trajectories and failures.
 
 Units are the entries of `discover_programs`, in sorted program-id order (so unit indices, shard
 names and the output are deterministic); a directory that is not a program (or whose timeout header is
@@ -18,12 +18,13 @@ from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument
+from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument, add_trajectory_arguments
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.go_programs import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.runs import GoSettings, GoTools, program_settings, trace_program
+from pipeline.stages.go.trajectories import go_trajectory_rows
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class GoKind(JobKind[GoConfig]):
             help="rewrite channel and sync operations so events name the objects and their states (default on; "
             "a program that cannot be rewritten runs unmodified, marked 'fallback' in go_runs.instrumentation)",
         )
+        add_trajectory_arguments(parser)
         add_sandbox_argument(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, GoConfig]:
@@ -106,6 +108,8 @@ class GoKind(JobKind[GoConfig]):
             max_events=args.max_events,
             gomaxprocs=gomaxprocs,
             rewrite=args.rewrite,
+            trajectory_window=args.go_window,
+            trajectory_stride=args.go_stride,
         )
         return args.programs, GoConfig(sandbox=args.sandbox, go=settings)
 
@@ -129,10 +133,16 @@ class GoKind(JobKind[GoConfig]):
         return units
 
     def produce(self, payload: GoProgram | NotAProgram, unit_id: str, config: GoConfig, sink: UnitSink) -> StageOutput:
-        """Trace the program N times and compute its next-event distributions."""
+        """Trace the program N times and compute its next-event distributions and trajectory windows."""
         if isinstance(payload, NotAProgram):
             return not_a_program(payload, unit_id)
         settings = config.go
         sandbox = make_sandbox(config.sandbox, program_settings(payload, settings).limits())
         traced = trace_program(payload, settings, sandbox, unit_id, go_tools(settings))
-        return traced + next_event_rows(payload.program_id, traced.rows("go_runs"), settings.min_prefix_runs)
+        runs = traced.rows("go_runs")
+        window, stride = settings.trajectory_window, settings.trajectory_stride
+        return (
+            traced
+            + next_event_rows(payload.program_id, runs, settings.min_prefix_runs)
+            + go_trajectory_rows(payload.program_id, runs, window, stride)
+        )

@@ -1,6 +1,7 @@
 """What several kinds share, defined once: the sandbox setting and its option, the interpreter and tracer backend
-options, the repr options, the trajectory sampling options, the decontamination options, the memory options of
-every job and the refresh."""
+options, the repr options, the trajectory sampling options, the Go trajectory window options, the decontamination
+options, the memory options of every job and the refresh.
+"""
 
 import argparse
 import os
@@ -14,6 +15,7 @@ from pipeline.engine.memory import OOM_RETRIES
 from pipeline.sandbox import BACKENDS
 from pipeline.sandbox.interpreters import describe, resolve_python
 from pipeline.stages.decontaminate import Decontaminator
+from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.trace_functions import REPR_MODES, TRACER_BACKENDS, ReprLimits
 from pipeline.stages.trajectories import SamplingSettings
 
@@ -121,6 +123,22 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
 def sampling_from(args: argparse.Namespace) -> SamplingSettings:
     return SamplingSettings(
         seed=args.seed, per_trace=args.per_trace, policy=PolicyConfig(locals_delta=not args.full_locals)
+    )
+
+
+def add_trajectory_arguments(parser: argparse.ArgumentParser) -> None:
+    """--go-window and --go-stride: the go_trajectories windows (trace-go and rederive-go)."""
+    parser.add_argument(
+        "--go-window",
+        type=int,
+        default=go_trajectories.WINDOW,
+        help=f"steps per go_trajectories window (default {go_trajectories.WINDOW})",
+    )
+    parser.add_argument(
+        "--go-stride",
+        type=int,
+        default=go_trajectories.STRIDE,
+        help=f"steps between the starts of a run's consecutive windows (default {go_trajectories.STRIDE})",
     )
 
 

@@ -6,10 +6,11 @@
 The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on every trajectory's text, read through
 the source manifest) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
 (with the `traces` shards of the same source unit, for each trajectory's source kind) and one per Go
-unit (its `go_next_event`, `go_runs` and `go_programs` shards); in a compacted dataset, one per compacted
-group instead (a group holds whole units, all their tables: pipeline/engine/compaction/); each writes `packed` rows
-(schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's, so re-packing an
-edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE differs).
+unit (its `go_next_event`, `go_trajectories`, `go_runs` and `go_programs` shards); in a compacted dataset,
+one per compacted group instead (a group holds whole units, all their tables: pipeline/engine/compaction/);
+each writes `packed` rows (schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's,
+so re-packing an edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE
+differs).
 
 A trajectories unit whose shards hold more than `--unit-mb` MiB (uncompressed, as their Parquet footers count
 it: a compacted 512 MiB file, a large suite's shard) is split into *pieces*, each a contiguous run of row groups
@@ -17,8 +18,8 @@ of at most that size (at least one row group), read from the footers alone at pl
 its own (`UNIT~pK`, its fingerprint names its row groups), with the same exactly-once and byte-identical
 guarantees, so parallelism and retries are per piece. A unit reads its input a batch of rows at a time
 (`pyarrow.ParquetFile.iter_batches`), and its samples go to the unit's sink as they fill
-(pipeline/stages/pack/packing.py): memory is a batch, never a shard. Go examples carry a window of their prefix
-(pipeline/stages/pack/go_examples.py), never more than `--seq-len` tokens.
+(pipeline/stages/pack/packing.py): memory is a batch, never a shard. Go examples and trajectory documents carry a
+window of their prefix (pipeline/stages/pack/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
 """
 
 import argparse
@@ -28,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import ClassVar
 
 import pyarrow.compute as pc
@@ -43,10 +45,11 @@ from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, byte
 from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
 from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
 from pipeline.stages.pack.go_examples import GoExamples, needed_runs
+from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_documents
 from pipeline.stages.pack.packing import LOSS_MODES, Packer, PackSettings
 
 _SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
-GO_TABLES = ("go_next_event", "go_runs", "go_programs")
+GO_TABLES = ("go_next_event", "go_trajectories", "go_runs", "go_programs")
 BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_runs is read RUN_BATCH at a time)
 RUN_BATCH = 8
 MIB = 1 << 20
@@ -183,7 +186,11 @@ class PackKind(JobKind[PackConfig]):
         plan = sorted(_by_source_unit(dataset, ("trajectories", "traces")).items()) + sorted(
             _by_source_unit(dataset, GO_TABLES).items()
         )
-        plan = [(key, shards) for key, shards in plan if shards.get("trajectories") or shards.get("go_next_event")]
+        plan = [
+            (key, shards)
+            for key, shards in plan
+            if shards.get("trajectories") or shards.get("go_next_event") or shards.get("go_trajectories")
+        ]
         trajectory_paths = [shard["path"] for _, shards in plan for shard in shards.get("trajectories", [])]
         sizes = dict(zip(trajectory_paths, _row_group_bytes(dataset, trajectory_paths), strict=True))
         units = []
@@ -267,23 +274,25 @@ class PackKind(JobKind[PackConfig]):
     def _go_documents(
         payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter
     ) -> Iterator[Document]:
-        """The unit's Go examples (pipeline/stages/pack/go_examples.py), without held-out programs: its exact
-        rows (no text: small), then the runs they show, read a few at a time, then one example at a time."""
+        """The unit's Go examples (pipeline/stages/pack/go_examples.py) and trajectory documents
+        (pipeline/stages/pack/go_trajectories.py), without held-out programs: its exact rows and trajectory
+        windows (no text: small), then the runs they show, read a few at a time, then one document at a time."""
         shards, root = payload.shards, payload.root
         columns = ["program_id", "prefix_kind", "depth", "prefix_hash", "runs", "counts", "n"]
         rows = []
         for batch in _exact_rows(root, shards["go_next_event"], columns):
             rows.extend(row for row in batch if not is_heldout(row["program_id"], config.holdout))
-        examples = GoExamples(tokenizer, config.packing.seq_len, skipped)
-        needed = needed_runs(rows)
+        windows = [
+            row
+            for row in shard_rows(root, shards.get("go_trajectories", ()), batch_rows=BATCH_ROWS)
+            if not is_heldout(row["program_id"], config.holdout)
+        ]
+        needed = needed_runs(rows) | needed_trajectory_runs(windows)
         programs = {program_id for program_id, _ in needed}
-        for program in shard_rows(root, shards["go_programs"]):
-            if program["program_id"] in programs:
-                examples.add_program(program)
-        for run in shard_rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH):
-            if (run["program_id"], run["run_index"]) in needed:
-                examples.add_run(run)
-        return examples.documents(rows)
+        sources = (program for program in shard_rows(root, shards["go_programs"]) if program["program_id"] in programs)
+        runs = shard_rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH)
+        examples = GoExamples(tokenizer, config.packing.seq_len, skipped).load(sources, runs, needed)
+        return chain(examples.documents(rows), trajectory_documents(examples, windows))
 
 
 def _exact_rows(root: str, paths: tuple[str, ...], columns: list[str]) -> Iterator[list[dict]]:

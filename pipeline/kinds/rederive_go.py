@@ -4,12 +4,12 @@ re-running any program.
 
 One unit per unit of the source dataset (one Go program each): its `go_runs`, `go_traces` and `go_programs`
 shards, found through the source manifest by their unit number (in a compacted dataset, one unit per
-compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds `go_runs`,
-`go_next_event`, and the raw `go_traces` and the `go_programs` rows again (so it can itself be re-derived or
-exported); a program whose stored traces do not re-parse is a failures row of its own, and so is each run
-whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the run's row is still
-written). A dataset with another go_runs version is refused (re-run trace-go): one before 3 holds no program
-sources, one before 4 no leaked states.
+compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds
+`go_runs`, `go_next_event`, `go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it
+can itself be re-derived or exported); a program whose stored traces do not re-parse is a failures row of its
+own, and so is each run whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the
+run's row is still written). A dataset with another go_runs version is refused (re-run trace-go): one before 3
+holds no program sources, one before 4 no leaked states.
 """
 
 import argparse
@@ -23,9 +23,12 @@ from pipeline.engine.failures import Failure, failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import find_dataset, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.kinds.options import add_trajectory_arguments
 from pipeline.stages.go import build as go_build
+from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
+from pipeline.stages.go.trajectories import go_trajectory_rows
 from pipeline.stages.go.validity import sequence_failure
 from schemas import go_runs
 
@@ -35,11 +38,14 @@ SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")
 @dataclass(frozen=True)
 class RederiveConfig(KindConfig):
     """max_events: the event cap to re-parse with (0 = each trace's stored cap); min_prefix_runs: as in the
-    Go job, for the exact-prefix distribution rows."""
+    Go job, for the exact-prefix distribution rows; trajectory_window / trajectory_stride: as in the Go job, for
+    the go_trajectories windows."""
 
     kind: ClassVar[str] = "rederive-go"
     max_events: int = 0
     min_prefix_runs: int = 2
+    trajectory_window: int = go_trajectories.WINDOW
+    trajectory_stride: int = go_trajectories.STRIDE
 
     def __post_init__(self):
         super().__post_init__()
@@ -47,6 +53,9 @@ class RederiveConfig(KindConfig):
             raise ValueError(f"--max-events must be >= 0 (0 keeps each trace's cap), got {self.max_events!r}")
         if type(self.min_prefix_runs) is not int or self.min_prefix_runs < 1:
             raise ValueError(f"min_prefix_runs must be a positive int, got {self.min_prefix_runs!r}")
+        for name in ("trajectory_window", "trajectory_stride"):
+            if type(getattr(self, name)) is not int or getattr(self, name) < 1:
+                raise ValueError(f"--go-{name[11:]} must be a positive int, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
@@ -69,9 +78,12 @@ class RederiveKind(JobKind[RederiveConfig]):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--data", required=True, help="a Go dataset (the --out of trace-go)")
         parser.add_argument("--max-events", type=int, default=0, help="event cap per run (0: the stored cap)")
+        add_trajectory_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, RederiveConfig]:
-        return args.data, RederiveConfig(max_events=args.max_events)
+        return args.data, RederiveConfig(
+            max_events=args.max_events, trajectory_window=args.go_window, trajectory_stride=args.go_stride
+        )
 
     def preflight(self, config: RederiveConfig) -> None:
         go_build.ensure_harness()
@@ -130,7 +142,13 @@ class RederiveKind(JobKind[RederiveConfig]):
             output.tables["failures"] += [_failure_row(unit_id, payload.source, program, f) for f in invalid]
             counters.n_out += len(rows)
             counters.events += sum(row["n_events"] for row in rows)
-            output = output + StageOutput({"go_runs": rows}) + next_event_rows(program, rows, config.min_prefix_runs)
+            window, stride = config.trajectory_window, config.trajectory_stride
+            output = (
+                output
+                + StageOutput({"go_runs": rows})
+                + next_event_rows(program, rows, config.min_prefix_runs)
+                + go_trajectory_rows(program, rows, window, stride)
+            )
         return output
 
 

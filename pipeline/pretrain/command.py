@@ -93,10 +93,11 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=EVALUATION_SPLITS, default="heldout", help="held-out sources only, or all")
     parser.add_argument("--max-cuts", type=int, default=2000, help="cut points scored at most")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens decoded per predicted state")
+    parser.add_argument("--max-rollouts", type=int, default=200, help="Go trajectory windows rolled out at most")
     benchmark = parser.add_argument_group("--benchmark only")
     benchmark.add_argument("--samples", type=int, default=0, help="answers sampled per item and task, for pass@k")
     benchmark.add_argument("--temperature", type=float, default=0.8, help="the temperature of --samples")
-    benchmark.add_argument("--seed", type=int, default=0, help="the seed of --samples")
+    benchmark.add_argument("--seed", type=int, default=0, help="the seed of --samples (and of the Go rollouts)")
     benchmark.add_argument("--per-item", action="store_true", help="each item's answers in the results and table")
     benchmark.add_argument(
         "--dialect",
@@ -124,7 +125,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from pipeline.pretrain.evaluate import evaluate, results_table
 
     results = evaluate(
-        args.run, args.data, args.out, split=args.split, max_cuts=args.max_cuts, max_new_tokens=args.max_new_tokens
+        args.run,
+        args.data,
+        args.out,
+        split=args.split,
+        max_cuts=args.max_cuts,
+        max_new_tokens=args.max_new_tokens,
+        max_rollouts=args.max_rollouts,
+        seed=args.seed,
     )
     print(results_table(results))
     print(f"results -> {args.out}")

@@ -15,7 +15,9 @@ Go: for each exact-prefix `go_next_event` row, the model's distribution over the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
 expected calibration error (10 bins of the top probability) and KL(empirical ‖ model). The prompt is the packed
 example's, with the same window on the prefix for the model's `seq_len` (pipeline/stages/pack/go_examples.py);
-`go_skipped` counts the rows whose program source alone does not fit.
+`go_skipped` counts the rows whose program source alone does not fit. Multi-step rollouts from the
+`go_trajectories` windows, scored by the scheduler's validity checker (`go_rollouts`: `rollout_valid_steps`, the
+mean number of valid steps before the first violation, and `rollouts`, how many): pipeline/pretrain/go_rollouts.py.
 
 Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
@@ -40,6 +42,7 @@ from pipeline.loader.tokenizer import PackTokenizer
 from pipeline.pretrain.baselines import BASELINES, baseline_states
 from pipeline.pretrain.checkpoints import latest_checkpoint
 from pipeline.pretrain.config import EVALUATION_SPLITS
+from pipeline.pretrain.go_rollouts import go_rollout_metrics, rollout_summary
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
 from pipeline.stages.pack.documents import trajectory_spans
 from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, go_documents
@@ -290,6 +293,8 @@ def evaluate(
     max_cuts: int = 2000,
     max_new_tokens: int = 256,
     device: str | None = None,
+    max_rollouts: int = 200,
+    seed: int = 0,
 ) -> dict:
     """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc)."""
     if split not in EVALUATION_SPLITS:
@@ -316,6 +321,9 @@ def evaluate(
     examples, results["go_skipped"] = go_examples(data, split, holdout, model.tokenizer, model.config.seq_len)
     if examples:
         results["go"] = go_metrics(model, examples)
+    rollouts = go_rollout_metrics(model, data, split, holdout, max_rollouts, seed)
+    if rollouts:
+        results["go_rollouts"] = rollouts
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
@@ -349,4 +357,6 @@ def results_table(results: dict) -> str:
             f"ECE {go['ece']:.3f}, KL {go['kl']:.3f}"
             + ("" if math.isfinite(go["kl"]) else " (KL infinite: the model gives 0 to an observed event)")
         )
+    if results.get("go_rollouts"):
+        lines.append(rollout_summary(results["go_rollouts"]))
     return "\n".join(lines)

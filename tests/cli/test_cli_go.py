@@ -22,6 +22,7 @@ def test_trace_go_command(tmp_path, capsys, ray_local):
     out = tmp_path / "out"
     status = main(
         ["trace-go", "--programs", str(programs), "--runs", "2", "--timeout", "2", "--out", str(out), "--workers", "1"]
+        + ["--go-window", "4", "--go-stride", "2"]
     )
     printed = capsys.readouterr()
     assert status == 0, printed.err[-2000:]
@@ -30,6 +31,9 @@ def test_trace_go_command(tmp_path, capsys, ray_local):
     assert runs["status"].to_list() == ["ok", "ok"] and runs["run_index"].to_list() == [0, 1]
     entropy = pl.read_parquet(f"{out}/go_next_event/*.parquet")["entropy"]
     assert entropy.max() == 0.0  # a sequential program has one future
+    windows = pl.read_parquet(f"{out}/go_trajectories/*.parquet")  # two identical runs: each window once
+    assert windows["depth"].to_list() == list(range(0, 2 * windows.height, 2)) and windows["n_steps"].max() == 4
+    assert windows["runs"].to_list() == [[0, 1]] * windows.height and windows["ends"].to_list()[-1]
 
 
 def test_a_bad_gomaxprocs_list_is_named(tmp_path, capsys):

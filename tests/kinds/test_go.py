@@ -83,6 +83,7 @@ def test_tables_rows_and_failures(dataset):
     ]
     assert manifest["tables"]["go_traces"]["rows"] == 12
     assert manifest["tables"]["go_next_event"]["rows"] == len(read(out, "go_next_event")) > 0
+    assert manifest["tables"]["go_trajectories"]["rows"] == len(read(out, "go_trajectories")) > 0
     stats = manifest["stats"]
     assert stats["go_runs"]["in"] == 6 and stats["go_runs"]["out"] == 14 and stats["go_runs"]["events"] > 0
     assert manifest["config"]["go"]["runs"] == 3
@@ -139,6 +140,7 @@ def test_config_hash_covers_go_settings_but_not_cache_location():
     assert GoConfig(go=GoSettings(runs=3, timeout_s=1.0, cache_dir="/x")).hash() == base.hash()
     assert GoConfig(go=replace(SETTINGS, warm_imports=("fmt",))).hash() == base.hash()
     assert GoConfig(go=GoSettings(runs=3, timeout_s=2.0)).hash() != base.hash()
+    assert GoConfig(go=replace(SETTINGS, trajectory_window=8)).hash() != base.hash()
     assert base.as_dict()["go"]["timeout_s"] == 1.0
     assert "cache_dir" not in base.as_dict()["go"] and "warm_imports" not in base.as_dict()["go"]
 

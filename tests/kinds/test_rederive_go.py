@@ -38,6 +38,8 @@ def test_rederived_runs_and_distributions_equal_the_traced_ones(go_dataset, tmp_
     )
     keys = ("program_id", "prefix_kind", "depth", "prefix_hash")
     assert table(out, "go_next_event", *keys).equals(table(go_dataset, "go_next_event", *keys))
+    keys = ("program_id", "depth", "window_hash", "n_steps")
+    assert table(out, "go_trajectories", *keys).equals(table(go_dataset, "go_trajectories", *keys))
     assert table(out, "go_traces", "program_id", "run_index").equals(
         table(go_dataset, "go_traces", "program_id", "run_index")
     )

@@ -38,9 +38,11 @@ def test_every_exact_prefix_is_scored_with_accuracy_calibration_and_kl(tiny_go_d
     assert go["macro_accuracy"] == sum(go["accuracy_by_event"].values()) / len(go["accuracy_by_event"])
     with open(os.path.join(run, "go_balance.json")) as handle:
         balance = json.load(handle)
+    steps = [step for row in table_rows(tiny_go_dataset, "go_trajectories") for step in row["steps"]]
+    targets = exact + steps  # every Go position: an example's next event and each trajectory step
     written = Counter(
-        max(OUTCOMES, key=lambda name, r=row: (r["counts"][name], -OUTCOMES.index(name))) for row in exact
+        max(OUTCOMES, key=lambda name, r=row: (r["counts"][name], -OUTCOMES.index(name))) for row in targets
     )
     assert balance["target_types"] == {name: written[name] for name in OUTCOMES}
-    assert abs(sum(balance["weights"][t] * n for t, n in written.items()) - len(exact)) < 1e-6
+    assert abs(sum(balance["weights"][t] * n for t, n in written.items()) - len(targets)) < 1e-6
     assert results["per_action"] == {} and results["trajectories"] == 0

@@ -28,6 +28,20 @@ def test_the_go_position_s_loss_is_its_kl_term_under_kl_and_its_cross_entropy_un
     assert abs(float(loss_sum_of(logits, ids, targets, outcome_ids, "ce")) - cross_entropy) < 1e-6
 
 
+def test_several_go_positions_in_one_document_each_add_their_kl_term_and_the_lines_their_cross_entropy():
+    # a trajectory document: two steps, each a type token (a Go position) followed by one more predicted token
+    vocab, outcome_ids = 8, torch.tensor([4, 5, 6])
+    ids = torch.tensor([[1, 5, 2, 6, 3]])
+    logits = torch.randn(1, 5, vocab, generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[False, True, True, True, True]])
+    probs = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.25, 0.75]])
+    targets = Targets(mask, torch.tensor([0, 0]), torch.tensor([1, 3]), probs, torch.ones(2))
+    log_q = torch.log_softmax(logits[0, [0, 2]][:, outcome_ids], dim=-1)
+    kl = float(kl_to_empirical(log_q, probs).sum())
+    line = torch.nn.functional.cross_entropy(logits[0, [1, 3]], torch.tensor([2, 3]), reduction="sum")
+    assert abs(float(loss_sum_of(logits, ids, targets, outcome_ids, "kl")) - (kl + float(line))) < 1e-5
+
+
 def test_calibration_error_is_zero_for_a_calibrated_model():
     assert expected_calibration_error(np.array([1.0, 1.0]), np.array([1.0, 1.0])) == 0.0
     assert expected_calibration_error(np.array([0.9, 0.9]), np.array([0.0, 0.0])) > 0.8

@@ -19,6 +19,7 @@ PINNED = {
     "go_runs": (4, "9da9856912fb39ec"),
     "go_next_event": (4, "a9e4544e26afdc3b"),
     "go_traces": (1, "604a63f4dfe3d31b"),
+    "go_trajectories": (1, "838ed33d17b79803"),
     "go_programs": (1, "79e3580c877158ad"),
     "packed": (1, "9e4be7a9df6946d5"),
     "repo_runs": (2, "e559700a409fcb79"),

@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from pipeline.engine.stats import StageCounters, StageOutput
 from schemas.go_next_event import END, EVENT_TYPES, OUTCOMES, RUN_ENDS
@@ -132,7 +132,7 @@ def distribution_row(
     }
 
 
-def _observed(runs: Sequence[dict], sequences: Sequence[list], depth: int) -> list[tuple[dict, Outcome]]:
+def observed_at(runs: Sequence[dict], sequences: Sequence[list], depth: int) -> list[tuple[dict, Outcome]]:
     """Each run's outcome at `depth` of its sequence, skipping runs censored (or absent) there."""
     observed = []
     for run, events in zip(runs, sequences, strict=True):
@@ -148,7 +148,7 @@ def global_rows(program_id: str, runs: Sequence[dict]) -> list[dict]:
     sequences = [run["events"] for run in runs]
     rows = []
     for depth in range(max((len(s) for s in sequences), default=-1) + 1):
-        observed = _observed(runs, sequences, depth)
+        observed = observed_at(runs, sequences, depth)
         if observed:
             rows.append(distribution_row(program_id, "global", depth, observed))
     return rows
@@ -176,7 +176,7 @@ def goroutine_rows(program_id: str, runs: Sequence[dict]) -> list[dict]:
     rows = []
     for goroutine, gpath, members, sequences in per_goroutine(runs):
         for depth in range(max(len(s) for s in sequences) + 1):
-            observed = _observed(members, sequences, depth)
+            observed = observed_at(members, sequences, depth)
             if observed:
                 rows.append(
                     distribution_row(program_id, "goroutine", depth, observed, goroutine=goroutine, gpath=gpath)
@@ -197,15 +197,10 @@ def prefix_trie_rows(
     """Rows of an exact-prefix key over `sequences` (one per run): a trie over the event tokens, one row per
     node shared by at least `min_prefix_runs` counted runs. For `goroutine_exact` the sequences are one
     goroutine's own events and each row carries the state its prefix leaves the goroutine in."""
-    if min_prefix_runs < 1:
-        raise ValueError(f"min_prefix_runs must be >= 1, got {min_prefix_runs}")
     rows = []
-    groups = [(ROOT_HASH, list(range(len(runs))))]  # positions of the runs sharing the current prefix
-    depth = 0
-    while groups:
-        following = []
+    for depth, groups in prefix_groups(runs, sequences, min_prefix_runs):
         for digest, members in groups:
-            observed = _observed([runs[i] for i in members], [sequences[i] for i in members], depth)
+            observed = observed_at([runs[i] for i in members], [sequences[i] for i in members], depth)
             if len(observed) >= min_prefix_runs:
                 state = state_after(sequences[members[0]][:depth]) if kind == "goroutine_exact" else None
                 rows.append(
@@ -220,16 +215,32 @@ def prefix_trie_rows(
                         prefix_hash=digest.hex(),
                     )
                 )
+    return rows
+
+
+def prefix_groups(
+    runs: Sequence[dict], sequences: Sequence[list[dict]], min_runs: int
+) -> Iterator[tuple[int, list[tuple[bytes, list[int]]]]]:
+    """Depth by depth from 0, the exact prefixes of `sequences` (one per run) shared by at least `min_runs`
+    of them: (depth, [(h_depth, positions of the sequences sharing that prefix)]), each depth's groups by the
+    smallest run index among them. A trie walked one level at a time: memory is one level of groups."""
+    if min_runs < 1:
+        raise ValueError(f"min_prefix_runs must be >= 1, got {min_runs}")
+    groups = [(ROOT_HASH, list(range(len(runs))))]
+    depth = 0
+    while groups:
+        yield depth, groups
+        following = []
+        for digest, members in groups:
             children: dict[tuple, list[int]] = {}
             for i in members:
                 if depth < len(sequences[i]):
                     children.setdefault(token(sequences[i][depth]), []).append(i)
             for child in children.values():
-                if len(child) >= min_prefix_runs:
+                if len(child) >= min_runs:
                     following.append((next_hash(digest, sequences[child[0]][depth]), child))
         groups = sorted(following, key=lambda group: runs[group[1][0]]["run_index"])
         depth += 1
-    return rows
 
 
 def exact_prefix_rows(program_id: str, runs: Sequence[dict], min_prefix_runs: int = 2) -> list[dict]:
@@ -247,15 +258,20 @@ def goroutine_exact_rows(program_id: str, runs: Sequence[dict], min_prefix_runs:
     return rows
 
 
+def counted_runs(run_rows: Sequence[dict]) -> list[dict]:
+    """The runs that count (build_error rows do not), by run index, with their scheduler events only."""
+    return sorted(
+        ({**row, "events": scheduler_events(row["events"])} for row in run_rows if row["run_index"] >= 0),
+        key=lambda row: row["run_index"],
+    )
+
+
 def next_event_rows(program_id: str, run_rows: Sequence[dict], min_prefix_runs: int = 2) -> StageOutput:
     """All `go_next_event` rows of one program from its go_runs rows (build_error rows are ignored), and
     the stage's counters."""
     counters = StageCounters("go_next_event")
     with counters.timed():
-        runs = sorted(
-            ({**row, "events": scheduler_events(row["events"])} for row in run_rows if row["run_index"] >= 0),
-            key=lambda row: row["run_index"],
-        )
+        runs = counted_runs(run_rows)
         counters.n_in = len(runs)
         skipped = len(run_rows) - len(runs)
         if skipped:

@@ -45,6 +45,7 @@ from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
 from pipeline.sources.go_programs import GoProgram
 from pipeline.stages.go import build as go_build
+from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.harness_output import (
     HarnessOutputError,
     canonical_ids,
@@ -70,7 +71,9 @@ class GoSettings:
     run ends there). gomaxprocs: run i gets gomaxprocs[i % len]; empty leaves the runtime default.
     race: build with the race detector. test_regex: `-test.run` for test packages. max_events: event cap
     per run (`truncated` when hit). min_prefix_runs: exact-prefix rows need this many runs sharing the
-    prefix. rewrite: let the harness rewrite the programs' channel and sync operations so the runs' events
+    prefix. trajectory_window / trajectory_stride: go_trajectories windows of this many steps, one starting
+    every stride steps (schemas/go_trajectories.py).
+    rewrite: let the harness rewrite the programs' channel and sync operations so the runs' events
     name the objects and their states (go_harness/README.md; a program it cannot rewrite falls back to its
     original source, marked in go_runs.instrumentation). keep_traces / max_trace_bytes: store each raw
     trace (zstd) in go_traces when its raw size is at most this. memory_bytes / race_memory_bytes:
@@ -90,6 +93,8 @@ class GoSettings:
     test_regex: str = "^Test"
     max_events: int = 20_000
     min_prefix_runs: int = 2
+    trajectory_window: int = go_trajectories.WINDOW
+    trajectory_stride: int = go_trajectories.STRIDE
     rewrite: bool = True
     keep_traces: bool = True
     max_trace_bytes: int = 64 << 20
@@ -108,6 +113,8 @@ class GoSettings:
             "runs",
             "max_events",
             "min_prefix_runs",
+            "trajectory_window",
+            "trajectory_stride",
             "max_trace_bytes",
             "memory_bytes",
             "race_memory_bytes",

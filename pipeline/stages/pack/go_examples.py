@@ -61,7 +61,8 @@ GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END = (
     "<|go_next|>",
     "<|go_end|>",
 )
-GO_TOKENS: tuple[str, ...] = (GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END, *OUTCOME_TOKENS.values())
+GO_ROLLOUT = "<|go_rollout|>"  # starts the steps of a trajectory window (pipeline/stages/pack/go_trajectories.py)
+GO_TOKENS: tuple[str, ...] = (GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END, *OUTCOME_TOKENS.values(), GO_ROLLOUT)
 GO_GROUP = "go"
 FIXED_TOKENS = 4  # <|go_events|>, <|go_next|>, the outcome token, <|go_end|>
 TOO_LONG = "go_context_longer_than_seq_len"
@@ -147,6 +148,15 @@ class GoExamples:
     def add_run(self, run: dict) -> None:
         self.runs[(run["program_id"], run["run_index"])] = RunEvents(run["events"], self.tokenizer)
 
+    def load(self, programs: Iterable[dict], runs: Iterable[dict], needed: set[tuple[str, int]]) -> "GoExamples":
+        """Every program's source and the events of the `needed` (program, run) pairs; `runs` is read once."""
+        for program in programs:
+            self.add_program(program)
+        for run in runs:
+            if (run["program_id"], run["run_index"]) in needed:
+                self.add_run(run)
+        return self
+
     def window(self, run: RunEvents, depth: int, budget: int) -> tuple[int, str] | None:
         """(j, the goroutine table or "") of the example at `depth`: events j..depth-1 are shown; None when
         not even the table fits in `budget` tokens."""
@@ -161,24 +171,39 @@ class GoExamples:
                 return j, table
         return None
 
-    def example(self, row: dict) -> Document | None:
-        """The row's example; None for a row that is not `exact`, whose program or first run is missing, or
-        that does not fit (counted)."""
-        if row["prefix_kind"] != "exact" or row["program_id"] not in self.contexts or not row["runs"]:
-            return None
-        run = self.runs.get((row["program_id"], row["runs"][0]))
-        if run is None:
-            return None
-        context, context_tokens = self.contexts[row["program_id"]]
-        found = self.window(run, row["depth"], self.seq_len - context_tokens - FIXED_TOKENS)
+    def prompt(self, program_id: str, run: RunEvents, depth: int, reserved: int) -> str | None:
+        """The program's source, `<|go_events|>` and the window on the run's first `depth` events that leaves
+        `reserved` tokens of `seq_len` to what follows; None (counted) when not even the table fits."""
+        context, context_tokens = self.contexts[program_id]
+        found = self.window(run, depth, self.seq_len - context_tokens - 1 - reserved)
         if found is None:
             self.dropped[TOO_LONG] += 1
             return None
         j, table = found
+        return context + GO_EVENTS + table + "".join(run.lines[j:depth])
+
+    def first_run(self, row: dict) -> RunEvents | None:
+        """The events of the row's first counted run; None when they or the program's source are missing."""
+        if row["program_id"] not in self.contexts or not row["runs"]:
+            return None
+        return self.runs.get((row["program_id"], row["runs"][0]))
+
+    def example(self, row: dict) -> Document | None:
+        """The row's example; None for a row that is not `exact`, whose program or first run is missing, or
+        that does not fit (counted)."""
+        run = self.first_run(row) if row["prefix_kind"] == "exact" else None
+        if run is None:
+            return None
+        head = self.prompt(row["program_id"], run, row["depth"], FIXED_TOKENS - 1)
+        if head is None:
+            return None
         counts = tuple(row["counts"][name] for name in OUTCOMES)
         best = OUTCOMES[counts.index(max(counts))]
-        head = context + GO_EVENTS + table + "".join(run.lines[j : row["depth"]]) + GO_NEXT
-        spans = (Span(head, False), Span(OUTCOME_TOKENS[best], True, (counts, row["n"])), Span(GO_END, False))
+        spans = (
+            Span(head + GO_NEXT, False),
+            Span(OUTCOME_TOKENS[best], True, (counts, row["n"])),
+            Span(GO_END, False),
+        )
         doc_id = f"{row['program_id']}:exact:{row['depth']}:{row['prefix_hash']}"
         return Document("go_next_event", doc_id, GO_GROUP, spans, splittable=False)
 
@@ -208,11 +233,5 @@ def go_documents(
     """The examples of one unit's Go tables, in row order (rows of several programs are matched by
     program_id); rows whose program or counted run is missing are skipped, rows that do not fit in `seq_len`
     are counted in `dropped`. `runs` is read once, keeping only the runs the rows need."""
-    examples = GoExamples(tokenizer, seq_len, dropped)
-    for program in programs:
-        examples.add_program(program)
-    needed = needed_runs(next_event_rows)
-    for run in runs:
-        if (run["program_id"], run["run_index"]) in needed:
-            examples.add_run(run)
+    examples = GoExamples(tokenizer, seq_len, dropped).load(programs, runs, needed_runs(next_event_rows))
     yield from examples.documents(next_event_rows)
