@@ -55,7 +55,7 @@ def test_not_a_directory_is_a_value_error(tmp_path):
 
 def test_bundled_examples_modes():
     found = {f.program_id: f for f in discover_programs(str(EXAMPLES))}
-    assert len(found) == 48 and all(isinstance(f, GoProgram) for f in found.values())
+    assert len(found) == 53 and all(isinstance(f, GoProgram) for f in found.values())
     assert {i for i, f in found.items() if f.mode == "test"} == {
         "bank_mutex_test",
         "failing_test",
