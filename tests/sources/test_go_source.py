@@ -60,6 +60,7 @@ def test_bundled_examples_modes():
         "bank_mutex_test",
         "failing_test",
         "leak_in_test",
+        "leak_never_started",
         "panic_in_test_goroutine",
         "stuck_test",
         "subtests_shards",
