@@ -5,54 +5,14 @@ repository stream must be exactly the trace the function tracer records for the 
 """
 
 import functools
-import importlib.util
-import io
-import itertools
 
 import pytest
+from entry_helpers import Traced
 
-from pipeline.stages.repos.cut import cut_entry
 from pipeline.stages.repos.stream import parse_repo_stream
-from tracers.suite.entry_tracer import EntryTracer
-from tracers.suite.pytest_plugin import TIME_SHARE, Sink, TracePlugin, header
-from tracers.suite.repo_code import PathFilter
+from tracers.suite.pytest_plugin import TIME_SHARE, TracePlugin
 from tracers.trace.backends import trace_source
 from tracers.trace.tracer import Budgets
-
-_names = itertools.count()
-
-
-class Traced:
-    """A module written into a fake repository, traced call by call as one pytest test would be."""
-
-    def __init__(self, tmp_path, source: str, **budgets):
-        root = tmp_path / f"repo{next(_names)}"
-        root.mkdir()
-        (root / "mod.py").write_text(source)
-        spec = importlib.util.spec_from_file_location("__tracegen__", root / "mod.py")  # as trace_source names it
-        self.module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.module)
-        self.buffer = io.StringIO()
-        self.sink = Sink(self.buffer, 1 << 30)
-        header(self.sink, budgets)
-        self.tracer = EntryTracer(self.sink, PathFilter([str(root)], ["**/*.py"], []), budgets)
-
-    def run(self, fn, nodeid="test_x", record_s=None):
-        self.sink.obj(type="test", nodeid=nodeid)
-        self.tracer.start(record_s)
-        try:
-            fn(self.module)
-        except Exception:
-            pass
-        finally:
-            self.tracer.stop()
-        self.sink.obj(type="test_end", nodeid=nodeid, outcome="passed", message=None)
-
-    def entries(self):
-        """[(entry object, cut events)] of every test, in the order the entries ended."""
-        stream = parse_repo_stream(self.buffer.getvalue().encode(), 10**7)
-        assert stream.error is None, stream.error
-        return [(entry, cut_entry(test.events, entry)) for test in stream.tests for entry in test.entries]
 
 
 def plain(events):
