@@ -40,8 +40,9 @@ from tracers.reprs.reprcache import signature, unchanged
 from tracers.reprs.saferepr import Limits, SafeRepr
 from tracers.trace.tamper import arm_guard, disarm_guard, opaque
 
-TRACER_VERSION = "5"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
-# 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception
+TRACER_VERSION = "6"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
+# 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception;
+# 6: a repository's generator functions are entries (tracers.suite.entry_tracer)
 EVENT_FIELDS = (
     "index",
     "event",

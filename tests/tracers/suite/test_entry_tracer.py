@@ -38,7 +38,7 @@ def test_entries_equal_the_function_tracer_on_the_example_corpus(tmp_path, examp
         function = getattr(traced.module, entry, None)
         code = getattr(function, "__code__", None)
         if code is None or code.co_flags & 0x3A0 or code.co_name.startswith("<"):
-            continue  # generators and lambdas are traced inside entries, never as entries
+            continue  # a generator function's call runs none of it (its resumes do); lambdas are never entries
         traced.run(functools.partial(call_with_input, entry=entry, input_text=record["input"]))
         ours = [
             events for mark, events in traced.entries() if mark["qualname"] == code.co_qualname and mark["start"] == 0
@@ -238,15 +238,22 @@ def test_a_frame_that_caught_its_exception_still_returns(tmp_path):
     assert mark["exit"] == "normal" and events[-1]["event"] == "return" and events[-1]["arg"] == "None"
 
 
-def test_generators_are_traced_inside_entries_but_are_not_entries(tmp_path):
+def test_a_generator_consumed_inside_an_entry_is_an_entry_of_its_own_too(tmp_path):
+    """tests/tracers/suite/test_generator_entries.py has the generator entries' own cases."""
     traced = Traced(tmp_path, NESTED)
     traced.run(lambda m: m.consume(3))
     marks = traced.entries()
-    assert [mark["qualname"] for mark, _ in marks] == ["inner", "inner", "inner", "consume"]
+    assert [mark["qualname"] for mark, _ in marks] == ["inner", "inner", "inner", "numbers", "consume"]
     events = marks[-1][1]
     generator_frames = {e["frame_id"] for e in events if e["function"] == "numbers"}
     assert len(generator_frames) == 1  # one frame id across its resumes
     assert events[-1]["arg"] == "6"
+    numbers, numbers_events = marks[3]
+    assert len(numbers["ranges"]) == 4 and numbers["input"] == "n=3" and numbers["exit"] == "normal"
+    # the generator's entry is its activations inside consume's, each from its resume to its yield
+    assert [(e["event"], e["function"]) for e in numbers_events] == [
+        (e["event"], e["function"]) for e in events if e["depth"] >= 1
+    ]
 
 
 def test_methods_and_signatures(tmp_path):
