@@ -10,6 +10,7 @@ from pipeline.stages.repos.stream import parse_repo_stream
 from tracers.suite.entry_tracer import EntryTracer
 from tracers.suite.pytest_plugin import Sink, header
 from tracers.suite.repo_code import PathFilter
+from tracers.trace.backends import call_arguments
 
 _names = itertools.count()
 
@@ -45,3 +46,27 @@ class Traced:
         stream = parse_repo_stream(self.buffer.getvalue().encode(), 10**7)
         assert stream.error is None, stream.error
         return [(entry, cut_entry(test.events, entry)) for test in stream.tests for entry in test.entries]
+
+
+def generator_entry_rows(tmp_path, code: str, entry: str, input_text: str) -> list[dict]:
+    """`traces`-shaped rows (repository traces) of the generator entries the call `entry(<input_text>)` of
+    `code` makes: those whose events are several activations of the generator's frame."""
+
+    def call(module):
+        args, kwargs = call_arguments(input_text, vars(module))
+        return getattr(module, entry)(*args, **kwargs)
+
+    traced = Traced(tmp_path, code)
+    traced.run(call)
+    return [
+        {
+            "trace_id": f"{mark['qualname']}@{mark['start']}",
+            "source_id": mark["qualname"],
+            "source_kind": "repo",
+            "code": code,
+            "exit": mark["exit"],
+            "events": events,
+        }
+        for mark, events in traced.entries()
+        if "ranges" in mark
+    ]
