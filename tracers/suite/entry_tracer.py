@@ -327,9 +327,13 @@ class EntryTracer:
             return True
         # An entry has spent no more of its budgets than those under it, unless a resume put it back: one under a
         # resumed generator's entry may still have room, and its events must all be there.
-        return self._resumed > 0 and any(
-            self._ordinal - entry.base < self.max_events and self._n_bytes - entry.base_bytes < self.max_bytes
-            for entry in self._entries
+        return (
+            self._resumed > 0
+            and len(self._entries) > 1
+            and any(
+                self._ordinal - entry.base < self.max_events and self._n_bytes - entry.base_bytes < self.max_bytes
+                for entry in self._entries
+            )
         )
 
     def _parent_of(self, frame):
