@@ -24,7 +24,13 @@ EVENT = pa.struct(
             nullable=False,
         ),
         field("parent_frame_id", pa.int32(), "nearest traced caller frame; null for the entry frame"),
-        field("depth", pa.int32(), "number of traced frames below this one on the stack", nullable=False),
+        field(
+            "depth",
+            pa.int32(),
+            "number of traced frames below this one on the stack, from the entry frame (0); a generator entry's "
+            "frame is 0 at each of its activations",
+            nullable=False,
+        ),
         field("lineno", pa.int32(), "line number in the traced source", nullable=False),
         field("function", pa.string(), "qualified name of the frame's code object", nullable=False),
         field("source", pa.string(), "exact text of the line (the def line for a call)", nullable=False),
@@ -65,17 +71,24 @@ SCHEMA = pa.schema(
             "tracer_version",
             pa.string(),
             "version of tracers/trace/tracer.py; `+monitoring` when the sys.monitoring backend recorded it "
-            "(CPython 3.12+, tracers/trace/monitoring.py: the same events as sys.settrace), e.g. `4+monitoring`",
+            "(CPython 3.12+, tracers/trace/monitoring.py: the same events as sys.settrace), e.g. `6+monitoring`",
             nullable=False,
         ),
-        field("exit", pa.string(), "normal | error (uncaught exception) | never (a budget ran out)", nullable=False),
+        field(
+            "exit",
+            pa.string(),
+            "normal | error (uncaught exception) | never (a budget ran out, or the repository test ended first: "
+            "a generator it left suspended)",
+            nullable=False,
+        ),
         field("truncated", pa.bool_(), "true when the trace ended before the call did", nullable=False),
         field(
             "truncation_reason",
             pa.string(),
             "max_events | max_bytes | max_seconds | wall_time_kill | threads (code ran in another thread: the "
             "trace holds the entry thread only) | tampered:<event> | tracer_disabled | time_share (repository "
-            "suites: the test's share of the run's time to record in was spent) | ...; null unless truncated",
+            "suites: the test's share of the run's time to record in was spent) | test_ended (repository suites: the "
+            "test ended before the call did, e.g. a generator it left suspended) | ...; null unless truncated",
         ),
         field("n_events", pa.int32(), "number of events", nullable=False),
         field(
@@ -102,7 +115,9 @@ SCHEMA = pa.schema(
         field(
             "events",
             pa.list_(pa.field("item", EVENT, nullable=False)),
-            "the events in recorded order; the first is the entry call",
+            "the events in recorded order; the first is the entry call. A generator function's entry (repo "
+            "traces): every activation of its frame in turn, its call then each resume, each up to its yield or "
+            "its end, all at the root level",
             nullable=False,
         ),
     ]

@@ -789,3 +789,65 @@ TIMED = _plain(
         """,
     },
 )
+
+
+# -- a repository whose tests call only generator functions (each test's calls are generators' and nothing else) --
+GENERATORS = _plain(
+    """
+    def chunked(items, size):
+        chunk = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+
+    def flatten(rows):
+        for row in rows:
+            yield from row
+
+
+    def pairwise(items):
+        iterator = iter(items)
+        previous = next(iterator, None)
+        for item in iterator:
+            yield previous, item
+            previous = item
+
+
+    def evens(items):
+        for item in items:
+            if item % 2 == 0:
+                yield item
+        raise LookupError("no more even items")
+    """,
+    """
+    import pytest
+
+    from lib.code import chunked, evens, flatten, pairwise
+
+
+    def test_chunked():
+        assert list(chunked([1, 2, 3, 4, 5], 2)) == [[1, 2], [3, 4], [5]]
+
+
+    def test_flatten_of_chunks():
+        assert list(flatten(chunked(range(4), 3))) == [0, 1, 2, 3]
+
+
+    def test_pairwise_partly():
+        pairs = pairwise("abcd")
+        assert next(pairs) == ("a", "b")
+        assert next(pairs) == ("b", "c")
+
+
+    def test_evens_raise_at_the_end():
+        found = evens([1, 2, 3])
+        assert next(found) == 2
+        with pytest.raises(LookupError):
+            next(found)
+    """,
+)

@@ -4,7 +4,8 @@ Forward tree. Node i is event i; node n (= number of events) is the exit pseudo-
 function activation (its call, lines, exceptions and its return) are the children, in recorded order, of
 the caller's node that was current when the call happened — its line node, except in odd cases where the
 caller's latest node is an exception or call node. The root level is the entry activation, followed by
-any stray top-level activations (e.g. a generator closed after the entry returned), then the exit.
+any other top-level activations (a generator entry's resumes, each up to its next yield or its end; a
+generator closed after the entry returned), then the exit.
 An activation is a call event up to the next return event of that frame, or up to its final exception
 event (an exception after which the frame has no event, or only a new call: the tracer drops the
 return-with-None that unwinding emits). A generator resume is a new activation (a `call` of the same

@@ -2,11 +2,13 @@
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 from debugger_helpers import synthetic_row, trace_row
 from debugger_programs import PROGRAMS
+from entry_helpers import generator_entry_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +57,19 @@ def _example_traces() -> list[Trace]:
     return traces
 
 
+def _generator_entry_traces() -> list[Trace]:
+    """The repository traces of the programs' generator functions, as the entry tracer cuts them: each holds
+    several root-level activations of the generator's frame."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return [
+            Trace.from_row(row)
+            for _, code, entry, input in PROGRAMS
+            for row in generator_entry_rows(Path(scratch), code, entry, input)
+        ]
+
+
 EXAMPLE_TRACES = _example_traces()
+GENERATOR_ENTRY_TRACES = _generator_entry_traces()
 traces = st.one_of(
     st.builds(
         lambda seed, cut, repo: Trace.from_row(synthetic_row(seed, truncate=cut, repo=repo)),
@@ -64,7 +78,15 @@ traces = st.one_of(
         st.booleans(),
     ),
     st.sampled_from(EXAMPLE_TRACES),
+    st.sampled_from(GENERATOR_ENTRY_TRACES),
 )
+
+
+def test_the_generator_entries_are_several_root_level_activations():
+    assert {trace.source_id for trace in GENERATOR_ENTRY_TRACES} == {"count", "gen", "inner", "outer", "naturals"}
+    for trace in GENERATOR_ENTRY_TRACES:
+        tree = build_forward(trace)
+        assert sum(tree.parent[i] == -1 and kind == "call" for i, kind in enumerate(trace.kinds)) > 1
 
 
 def _depth(tree, node: int) -> int:

@@ -20,7 +20,7 @@ from pipeline.stages.trace_functions import TraceSettings, trace_functions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PINNED = {
-    (3, 11): (115, "24441fbcf4c8bb5d66c6481d0d28062854dc0b7704210f0049670d315a2fb537"),  # tracer 5
+    (3, 11): (115, "e121cc47560e5731cf92808bd72cf708dbb873bf05737668c4aadc9cc46b6378"),  # tracer 6
 }
 RUN_DEPENDENT = {
     "bad_fork_bomb": "how many forks succeed before the process limit depends on what else the machine runs",

@@ -3,26 +3,31 @@
 Every call of a repository function is an *entry*; nested calls into the repository are entries too.
 One event stream per test is written once (single pass, no re-tracing), and each entry is a contiguous
 range of it: while a frame runs, everything the thread does in repository code happens in that frame
-or in frames it called. The host cuts each entry's events out of the stream
+or in frames it called. A generator function's entry is one such range per activation of its frame: its
+first call up to its first yield, then each resume up to the next yield, until the frame ends (a return,
+or an exception: an error, a GeneratorExit from `close()`). While it is suspended its entry is off the stack
+of open entries and others open and close as usual; a resume puts it back on top, and one still suspended
+when the test ends is cut (`test_ended`). The host cuts each entry's events out of the stream
 (`pipeline.stages.repos.cut`); `tracers.suite.pytest_plugin` documents the stream and starts and stops the
 tracer per test.
 
 What counts as the repository's code: files under the run's tree (its copy of the installed tree) whose relative
 path matches an `include` glob and no `exclude` glob; conftest.py and test modules (`test_*.py`,
-`*_test.py`) never count: test functions are callers, not entries. Entries are plain functions and
-methods; generator and coroutine functions, lambdas and comprehensions are traced only inside
+`*_test.py`) never count: test functions are callers, not entries. Entries are plain functions, methods and
+generator functions; coroutines, async generators, lambdas and comprehensions are traced only inside
 another entry. Only the thread that runs the tests is traced.
 
-Budgets: per entry `max_events` and `max_bytes` (an entry past them is cut: exit `never`,
-`truncated`); entries per test, per function per test and per function over the run (a test's first entry
-excepted: every test that calls the repository yields at least one trace, so the run-wide cap bounds how
-much of a hot function is recorded without leaving the later tests of a suite untraced); nesting depth of
-open entries; events per test; bytes of the whole output; and a test's share of the run's time
-(`start(record_s)`, from the plugin at each test's start): past it the test records nothing more, so a suite
-whose recording would outlast its run spreads what it can record over all its tests instead of spending it on
-the first ones (`halted = "time_share"`). The stream records an event only while the innermost open entry is
-within its budgets, so a test never writes more than its entries need; a test that can record nothing more
-(halted) runs on without the hook, at untraced speed, until the next test starts.
+Budgets: per entry `max_events` and `max_bytes`, over all of a generator's activations (an entry past them
+is cut: exit `never`, `truncated`); entries per test, per function per test and per function over the run (a
+test's first entry excepted: every test that calls the repository yields at least one trace, so the run-wide
+cap bounds how much of a hot function is recorded without leaving the later tests of a suite untraced);
+nesting depth of open entries; events per test; bytes of the whole output; and a test's share of the run's
+time (`start(record_s)`, from the plugin at each test's start): past it the test records nothing more, so a
+suite whose recording would outlast its run spreads what it can record over all its tests instead of spending
+it on the first ones (`halted = "time_share"`). The stream records an event only while an open entry is
+within its budgets (the innermost one, unless a resumed generator's entry has spent more than one under it),
+so a test never writes more than its entries need; a test that can record nothing more (halted) runs on
+without the hook, at untraced speed, until the next test starts.
 The tracer keeps its own references to `sys.settrace` and `sys.gettrace` (bound when this module is
 imported, before any conftest runs), so a suite that replaces them cannot stop it from starting; one that
 turns tracing off during a test (`sys.settrace(None)`, its own trace function) leaves the hook it finds at
@@ -60,12 +65,20 @@ _gettrace = sys.gettrace
 
 
 class _Entry:
-    __slots__ = ("frame_id", "start", "start_bytes", "info", "input", "code")
+    """An entry call. `start`: the ordinal of its frame's current (or last) activation's first event;
+    `ranges`: the (start, end) of its earlier activations (a generator's) while its budget had room;
+    `end`: where it was last suspended (None until its first yield); `base` and `base_bytes`: where its
+    budgets count from, its call's ordinal and byte offset moved on, at each resume, past what others recorded
+    while it was suspended."""
+
+    __slots__ = ("frame_id", "start", "ranges", "end", "base", "base_bytes", "info", "input", "code")
 
     def __init__(self, frame_id, start, start_bytes, info, code):
         self.frame_id = frame_id
-        self.start = start
-        self.start_bytes = start_bytes
+        self.start = self.base = start
+        self.base_bytes = start_bytes
+        self.ranges = []
+        self.end = None
         self.info = info
         self.code = code
         self.input = ""
@@ -111,9 +124,12 @@ class EntryTracer:
 
     def _reset(self):
         # frame -> [frame_id, depth, last_event, repr cache, parent_id, entry, recorded, last exception raised,
-        # the ordinal after its last recorded event]
+        # the ordinal after its last recorded event, its code's yield offsets (a generator's; else None), the
+        # offset of its last exception event]
         self._frames = {}
         self._entries = []
+        self._suspended = {}  # entries of suspended generators (a dict as an ordered set), oldest suspension first
+        self._resumed = 0  # entries on the stack that a resume put back
         self._ordinal = 0
         self._n_bytes = 0
         self._offsets = array("q")
@@ -155,6 +171,8 @@ class EntryTracer:
         while self._entries:
             entry = self._entries.pop()
             self._write_entry(entry, "never", True, reason)
+        for entry in self._suspended:  # a generator not run to its end
+            self._write_entry(entry, "never", True, reason, active=False)
         self._frames = {}
         return intact
 
@@ -188,14 +206,18 @@ class EntryTracer:
                 info = self._codes[code] = self._code_info(code)
             if info is None:
                 return None
-            opens = info.can_enter and self._may_open(code)
+            state = self._frames.get(frame)
+            resumed = state[5] if state is not None else None  # a generator's entry, suspended at its last yield
+            if resumed is not None:
+                self._resume(resumed)
+            # a generator's frame is called once, at the start of its code; its other `call` events are resumes
+            opens = info.can_enter and (info.yields is None or frame.f_lasti == info.start) and self._may_open(code)
             recording = self._recording()
-            if not opens and not recording:
+            if not opens and not recording and resumed is None:
                 return None
             parent_id, depth = self._parent_of(frame)
-            state = self._frames.get(frame)
             if state is None:
-                state = [self._next_frame, depth, None, {}, parent_id, None, False, None, 0]
+                state = [self._next_frame, depth, None, {}, parent_id, None, False, None, 0, info.yields, -1]
                 self._next_frame += 1
                 self._frames[frame] = state
             else:  # a generator resumed: its caller may have changed
@@ -228,6 +250,8 @@ class EntryTracer:
                 return None
             if event == "return" and (
                 state[2] == "exception" or (arg is None and state[7] is not None and self._unwinds(frame))
+                if state[9] is None
+                else self._generator_unwinds(frame, state, arg)
             ):
                 # It leaves with its exception. When other code ran after that exception event (a `with`'s
                 # __exit__, a `finally`, a bare `raise`; a finalizer as its stack unwinds), the exception is
@@ -238,6 +262,7 @@ class EntryTracer:
                 return None
             if event == "exception":
                 arg = state[7] = arg[1] if arg[1] is not None else arg[0]
+                state[10] = frame.f_lasti
             if self._recording():
                 self._emit(frame, state, self._codes[frame.f_code], event, arg)
             else:
@@ -260,6 +285,17 @@ class EntryTracer:
 
     def _unwinds(self, frame):
         return unwinds(frame, frame.f_code, self._return_offsets)
+
+    def _generator_unwinds(self, frame, state, arg):
+        """Whether a generator frame's `return` event is it leaving with its exception. Unlike other frames, it
+        may return or yield right after an exception event (a `yield from` that ends with StopIteration): it
+        leaves with its exception where it unwinds, or at the yield where that exception was thrown in
+        (`throw()`, `close()`)."""
+        return (
+            arg is None
+            and state[7] is not None
+            and (self._unwinds(frame) or (state[2] == "exception" and state[10] == frame.f_lasti))
+        )
 
     # -- bookkeeping -----------------------------------------------------------------------------------
     def _code_info(self, code):
@@ -287,7 +323,18 @@ class EntryTracer:
         if self.halted is not None or not self._entries:
             return False
         top = self._entries[-1]
-        return self._ordinal - top.start < self.max_events and self._n_bytes - top.start_bytes < self.max_bytes
+        if self._ordinal - top.base < self.max_events and self._n_bytes - top.base_bytes < self.max_bytes:
+            return True
+        # An entry has spent no more of its budgets than those under it, unless a resume put it back: one under a
+        # resumed generator's entry may still have room, and its events must all be there.
+        return (
+            self._resumed > 0
+            and len(self._entries) > 1
+            and any(
+                self._ordinal - entry.base < self.max_events and self._n_bytes - entry.base_bytes < self.max_bytes
+                for entry in self._entries
+            )
+        )
 
     def _parent_of(self, frame):
         caller = frame.f_back
@@ -300,44 +347,88 @@ class EntryTracer:
         return None, 0
 
     def _frame_end(self, frame, state, exit_):
+        """The frame returned (`normal`) or left with its exception (`error`); a generator's yield only
+        suspends it."""
+        yields = state[9]
+        if yields is not None and exit_ == "normal" and frame.f_lasti in yields:
+            self._suspend(state)
+            return
         info = self._codes.get(frame.f_code)
-        if info is None or not info.suspends:
-            self._frames.pop(frame, None)  # a generator keeps its id across resumes
+        if yields is not None or info is None or not info.suspends:
+            self._frames.pop(frame, None)  # other suspending code (coroutines) keeps its frame id whenever it ends
         entry = state[5]
         if entry is None:
             return
         state[5] = None
-        if entry in self._entries:
-            while self._entries:
-                top = self._entries.pop()
-                if top is entry:
-                    break
-                self._write_entry(top, "never", True, "tracer_error")
+        self._pop_to(entry)
         truncated = not state[6]
         self._write_entry(
             entry, "never" if truncated else exit_, truncated, self._cut_reason(entry) if truncated else None
         )
 
+    def _pop_to(self, entry):
+        """Take `entry` off the stack of open entries; those still above it (their frames left unseen) end as
+        cut. False when it is not on the stack."""
+        if entry not in self._entries:
+            return False
+        while True:
+            top = self._entries.pop()
+            if top.end is not None:
+                self._resumed -= 1
+            if top is entry:
+                return True
+            self._write_entry(top, "never", True, "tracer_error")
+
+    def _suspend(self, state):
+        """A generator's frame yielded: it keeps its frame id, and its entry waits off the stack for the next
+        resume, its activation so far one more of its ranges while its budgets had room at the range's start."""
+        entry = state[5]
+        if entry is None:
+            return
+        if not self._pop_to(entry):
+            state[5] = None
+            return
+        if entry.start - entry.base < self.max_events and self._offset(entry.start) - entry.base_bytes < self.max_bytes:
+            entry.ranges.append((entry.start, self._ordinal))
+        entry.end = self._ordinal
+        self._suspended[entry] = None
+
+    def _resume(self, entry):
+        """A suspended generator's frame is resumed: its entry goes back on top of the stack, and its budgets
+        leave out what others recorded since its yield."""
+        del self._suspended[entry]
+        self._entries.append(entry)
+        self._resumed += 1
+        entry.base += self._ordinal - entry.end
+        entry.base_bytes += self._n_bytes - self._offset(entry.end)
+        entry.start = self._ordinal
+
+    def _offset(self, ordinal):
+        """The byte offset of event `ordinal` in the test's stream (the next event's, for the next ordinal)."""
+        return self._offsets[ordinal] if ordinal < self._ordinal else self._n_bytes
+
     def _cut_reason(self, entry):
         if self.halted is not None:
             return self.halted
-        count = self._ordinal - entry.start
+        count = self._ordinal - entry.base
         return "max_events" if count >= self.max_events else "max_bytes"
 
-    def _write_entry(self, entry, exit_, truncated, reason):
-        end = self._ordinal
-        limit = min(end, entry.start + self.max_events)
-        by_bytes = bisect.bisect_left(self._offsets, entry.start_bytes + self.max_bytes, entry.start, end)
-        n = max(0, min(limit, by_bytes) - entry.start)
-        if n == 0:
+    def _write_entry(self, entry, exit_, truncated, reason, active=True):
+        """Write the entry's mark: its activations' events within its budgets (`active`: its frame is running,
+        its current activation the last; else it is a generator suspended at its last yield)."""
+        end = self._ordinal if active else entry.end
+        recorded = self._recorded(entry.ranges + [(entry.start, end)] if active else entry.ranges)
+        if not recorded:
             return  # nothing of it was recorded (halted before its call)
-        last = entry.start + n
-        through = self._capped_before[last] if last < len(self._capped_before) else self._n_capped
+        n = capped = 0
+        for start, count in recorded:
+            n += count
+            capped += self._capped_at(start + count) - self._capped_at(start)
         info = entry.info
-        self.sink.obj(
+        fields = dict(
             type="entry",
             frame=entry.frame_id,
-            start=entry.start,
+            start=recorded[0][0],
             n=n,
             end=end,
             exit=exit_,
@@ -347,8 +438,31 @@ class EntryTracer:
             qualname=info.qualname,
             firstlineno=info.firstlineno,
             input=entry.input,
-            capped=through - self._capped_before[entry.start],
+            capped=capped,
         )
+        if len(recorded) > 1:
+            fields["ranges"] = [list(pair) for pair in recorded]
+        self.sink.obj(**fields)
+
+    def _recorded(self, ranges):
+        """[(start, n)] of the events of `ranges` ([start, end) each, in order) within the entry's budgets, which
+        count every range's events: a prefix of their concatenation, as (start, n) of the ranges it touches."""
+        out, events, size = [], 0, 0
+        for start, end in ranges:
+            first = self._offset(start)
+            limit = min(end, start + self.max_events - events)
+            stop = min(limit, bisect.bisect_left(self._offsets, first + self.max_bytes - size, start, end))
+            if stop > start:
+                out.append((start, stop - start))
+            if stop < end:
+                break
+            events += end - start
+            size += self._offset(end) - first
+        return out
+
+    def _capped_at(self, ordinal):
+        """How many capped values the test's events before `ordinal` hold."""
+        return self._capped_before[ordinal] if ordinal < len(self._capped_before) else self._n_capped
 
     # -- recording ---------------------------------------------------------------------------------------
     def _emit(self, frame, state, info, event, arg):

@@ -8,7 +8,7 @@ each written whole:
     {"type": "test", "nodeid"}                       a test starts; event ordinals restart at 0
     [ordinal, event, frame_id, parent_frame_id, depth, lineno, function, source, locals, arg]
     {"type": "entry", "frame", "start", "n", "end", "exit", "truncated", "reason", "path", "qualname",
-     "firstlineno", "input"}                         written when the entry's frame ends
+     "firstlineno", "input", "capped", "ranges"?}    written when the entry's frame ends (or its test)
     {"type": "test_end", "nodeid", "outcome", "message"}
     {"type": "collected", "count", "seconds"}       the tests collected, seconds since the runner started
     {"type": "collect_error", "nodeid", "message"}
@@ -17,7 +17,11 @@ each written whole:
 
 Event arrays follow `tracers.trace.tracer.EVENT_FIELDS`, with frame ids, parents and depths of the whole
 test's stream; the host renumbers them per entry. Entry `start` is the ordinal of its call event and
-`n` the number of events that belong to it (its budget-limited prefix of `start..end`).
+`n` the number of events that belong to it (its budget-limited prefix of `start..end`), `capped` how many of
+their values a repr cap cut. A generator function's entry whose events are more than one range of the stream
+(its frame yielded and was resumed) also has `ranges`, `[[start, n], ...]`: one per activation (its call or
+a resume, up to its yield or its end), in order, apart, together its budget-limited `n` events, the last
+ending at or before `end`, where the frame was last active. Other entries have no `ranges` key.
 `progress_fd` (optional) gets a `tracers.guard.watchdog` progress line at each test's start and end; `deselect`
 names tests not to run (an earlier run of the same suite ran them). A test at whose end the tracer's
 hook is no longer installed (the suite called `sys.settrace`; with the sys.monitoring backend, a tool found

@@ -5,15 +5,19 @@ manifest's globs. A file is the repository's code when its path relative to the 
 `include` glob and no `exclude` glob; conftest.py and test modules never are.
 """
 
+import dis
 import os
 import re
 
 from tracers.json_writers import encode_object
+from tracers.trace.tracer import yield_offsets
 
 CO_NEWLOCALS = 0x0002
 CO_VARARGS = 0x0004
 CO_VARKEYWORDS = 0x0008
-CO_SUSPENDS = 0x0020 | 0x0080 | 0x0100 | 0x0200  # generator, coroutine, iterable coroutine, async gen
+CO_GENERATOR = 0x0020
+CO_ASYNC = 0x0080 | 0x0100 | 0x0200  # coroutine, iterable coroutine (types.coroutine), async generator
+CO_SUSPENDS = CO_GENERATOR | CO_ASYNC
 ALWAYS_EXCLUDED = ("**/conftest.py", "**/test_*.py", "**/*_test.py", "**/site-packages")
 DEFAULT_INCLUDE = ("**/*.py",)
 DEFAULT_EXCLUDE = (
@@ -96,6 +100,12 @@ class PathFilter:
 
 
 class CodeInfo:
+    """What the entry tracer knows of a repository code object. Entries are plain functions, methods and
+    generator functions (whose frames suspend at a yield and are resumed); coroutines, async generators,
+    lambdas and comprehensions are not. For a generator function (else None): `start`, the offset its frame's
+    first activation starts at (a `call` event there is its call; elsewhere a resume), and `yields`, the
+    offsets where a `return` event is a yield (tracers.trace.tracer.yield_offsets)."""
+
     __slots__ = (
         "path",
         "qualname",
@@ -103,6 +113,8 @@ class CodeInfo:
         "firstlineno",
         "can_enter",
         "suspends",
+        "start",
+        "yields",
         "params",
         "posonly",
         "varargs",
@@ -116,7 +128,11 @@ class CodeInfo:
         self.firstlineno = code.co_firstlineno
         flags = code.co_flags
         self.suspends = bool(flags & CO_SUSPENDS)
-        self.can_enter = bool(flags & CO_NEWLOCALS) and not self.suspends and not code.co_name.startswith("<")
+        self.can_enter = bool(flags & CO_NEWLOCALS) and not flags & CO_ASYNC and not code.co_name.startswith("<")
+        self.start = self.yields = None
+        if self.can_enter and self.suspends:
+            self.start = next((op.offset for op in dis.get_instructions(code) if op.opname == "RESUME"), None)
+            self.yields = yield_offsets(code)
         n = code.co_argcount + code.co_kwonlyargcount
         names = code.co_varnames
         self.params = names[:n]

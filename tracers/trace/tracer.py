@@ -40,8 +40,9 @@ from tracers.reprs.reprcache import signature, unchanged
 from tracers.reprs.saferepr import Limits, SafeRepr
 from tracers.trace.tamper import arm_guard, disarm_guard, opaque
 
-TRACER_VERSION = "5"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
-# 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception
+TRACER_VERSION = "6"  # 2: user classes from their state; 3: a second thread ends the trace; 4: caps marked, guarded;
+# 5: a frame that ran code after its exception (`with`, `finally`, bare `raise`) ends with that exception;
+# 6: a repository's generator functions are entries (tracers.suite.entry_tracer)
 EVENT_FIELDS = (
     "index",
     "event",
@@ -57,7 +58,19 @@ EVENT_FIELDS = (
 THREADS = "threads"  # the truncation reason of a trace whose traced code also ran in another thread
 DISABLED = "tracer_disabled"  # the hook was replaced or frames stopped reporting: events are missing
 _CLOSED = frozenset(("return", "unwound"))  # the last event of every frame of a call that ended by itself
-_RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE"))  # where a `return` event is not an unwind
+_RETURNS = frozenset(("RETURN_VALUE", "RETURN_CONST"))  # with the yields: where a `return` event is not an unwind
+
+
+def yield_offsets(code):
+    """The offsets at which a `return` event of a frame running `code` is a yield (the frame is suspended, to be
+    resumed with a new `call`): each YIELD_VALUE, and the instruction after it (3.13 reports a yield at the
+    RESUME after it)."""
+    found, previous = set(), None
+    for op in dis.get_instructions(code):
+        if op.opname == "YIELD_VALUE" or previous == "YIELD_VALUE":
+            found.add(op.offset)
+        previous = op.opname
+    return frozenset(found)
 
 
 def unwinds(frame, code, offsets):
@@ -67,12 +80,8 @@ def unwinds(frame, code, offsets):
     the end of a `finally`). `offsets` caches each code's return and yield offsets."""
     found = offsets.get(code)
     if found is None:
-        found, previous = set(), None
-        for op in dis.get_instructions(code):
-            if op.opname in _RETURNS or previous == "YIELD_VALUE":  # 3.13 reports a yield at the RESUME after it
-                found.add(op.offset)
-            previous = op.opname
-        found = offsets[code] = frozenset(found)
+        returns = (op.offset for op in dis.get_instructions(code) if op.opname in _RETURNS)
+        found = offsets[code] = yield_offsets(code).union(returns)
     return frame.f_lasti not in found
 
 

@@ -17,39 +17,44 @@ from pipeline.stages.tracefile import TraceFormatError, json_bytes, require
 
 
 def cut_entry(events: list[dict], entry: dict) -> list[dict]:
-    """The entry's events, re-indexed from 0, frames renumbered (entry = 0), depth relative to it. An event
-    that none of that changes (a test's first entry, called from outside the repository) is kept as it is."""
-    start = entry["start"]
-    span = events[start : start + entry["n"]]
-    root, base = span[0]["frame_id"], span[0]["depth"]
+    """The entry's events, re-indexed from 0, frames renumbered (entry = 0), depth relative to it. A generator
+    entry's `ranges` (one per activation of its frame) are concatenated: its frame is frame 0 with no parent in
+    each, and each range's depth is relative to its own first event (a generator may be resumed from another
+    depth than it was called from). An event that none of that changes (a test's first entry, called from
+    outside the repository) is kept as it is."""
+    root = events[entry["start"]]["frame_id"]
     ids: dict[int, int] = {}
-    out = []
-    for index, event in enumerate(span):
-        frame = event["frame_id"]
-        if frame == root:
-            parent = None
-        else:
-            parent = ids.get(event["parent_frame_id"])
-            if parent is None or event["depth"] <= base:
-                raise TraceFormatError(f"event {index}: its caller is outside the entry")
-        new_id = ids.setdefault(frame, len(ids))
-        if new_id == frame and parent == event["parent_frame_id"] and index == event["index"] and not base:
-            out.append(event)
-            continue
-        out.append(
-            {
-                "index": index,
-                "event": event["event"],
-                "frame_id": new_id,
-                "parent_frame_id": parent,
-                "depth": event["depth"] - base,
-                "lineno": event["lineno"],
-                "function": event["function"],
-                "source": event["source"],
-                "locals": event["locals"],
-                "arg": event["arg"],
-            }
-        )
+    out: list[dict] = []
+    for start, n in entry.get("ranges") or ((entry["start"], entry["n"]),):
+        span = events[start : start + n]
+        base = span[0]["depth"]
+        for event in span:
+            index = len(out)
+            frame = event["frame_id"]
+            if frame == root:
+                parent = None
+            else:
+                parent = ids.get(event["parent_frame_id"])
+                if parent is None or event["depth"] <= base:
+                    raise TraceFormatError(f"event {index}: its caller is outside the entry")
+            new_id = ids.setdefault(frame, len(ids))
+            if new_id == frame and parent == event["parent_frame_id"] and index == event["index"] and not base:
+                out.append(event)
+                continue
+            out.append(
+                {
+                    "index": index,
+                    "event": event["event"],
+                    "frame_id": new_id,
+                    "parent_frame_id": parent,
+                    "depth": event["depth"] - base,
+                    "lineno": event["lineno"],
+                    "function": event["function"],
+                    "source": event["source"],
+                    "locals": event["locals"],
+                    "arg": event["arg"],
+                }
+            )
     return out
 
 

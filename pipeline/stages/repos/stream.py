@@ -2,13 +2,15 @@
 
 The stream is JSON lines: a header; per test a `test` object, event arrays (tracers/trace/tracer.py's
 format, checked by `pipeline.stages.tracefile.parse_event`), `entry` objects marking each repository call's
-range of events, and a `test_end`; plus `collected`, `collect_error` and `violation` objects and a final `end`.
+range of events (a generator's: its `ranges`, one per activation), and a `test_end`; plus `collected`,
+`collect_error` and `violation` objects and a final `end`.
 The first malformed line ends the parse (what came before is kept); a torn last line is dropped.
 """
 
 import io
 import os
 from dataclasses import dataclass, field
+from typing import cast
 
 from pipeline.stages.tracefile import (
     MAX_LINE_BYTES,
@@ -240,7 +242,7 @@ def _entry(value: dict, events: list[dict], number: int) -> dict:
     require(_opt_str(value.get("reason"), 200), f"{where}: bad reason")
     require(_int(value.get("capped", 0)), f"{where}: bad capped")
     require(not value["truncated"] or value["exit"] == "never", f"{where}: truncated but exit is not never")
-    require(value["truncated"] or start + n == end, f"{where}: complete but its range is cut")
+    require(value["truncated"] or "ranges" in value or start + n == end, f"{where}: complete but its range is cut")
     path = value.get("path")
     require(
         isinstance(path, str) and 0 < len(path) <= 1000 and not os.path.isabs(path) and ".." not in path.split("/"),
@@ -250,6 +252,9 @@ def _entry(value: dict, events: list[dict], number: int) -> dict:
     require(isinstance(value.get("input"), str) and len(value["input"]) <= 100_000, f"{where}: bad input")
     first = events[start]
     require(first["event"] == "call" and first["frame_id"] == value["frame"], f"{where}: does not start at its call")
+    if "ranges" in value:
+        last_start, last_n = _ranges(value, events, where)
+        require(value["truncated"] or last_start + last_n == end, f"{where}: complete but its last range is cut")
     if not value["truncated"]:
         last = events[end - 1]
         expected = "return" if value["exit"] == "normal" else "exception"
@@ -258,3 +263,37 @@ def _entry(value: dict, events: list[dict], number: int) -> dict:
             f"{where}: does not end with its {expected}",
         )
     return value
+
+
+def _ranges(value: dict, events: list[dict], where: str) -> tuple[int, int]:
+    """Check a generator entry's `ranges`: [start, n] per activation of its frame, the first at the entry's
+    start, in order and apart, within its `end`, together its `n` events; each starts with its frame's `call`
+    and each but the last ends with its yield (a `return`). Returns the last range."""
+    ranges, frame, n = value["ranges"], value["frame"], value["n"]
+    require(type(ranges) is list and 2 <= len(ranges) <= n, f"{where}: ranges must be 2 to n={n} [start, n] pairs")
+    pairs: list = ranges
+    for position, pair in enumerate(pairs):
+        require(
+            type(pair) is list and len(pair) == 2 and _int(pair[0]) and _int(pair[1]) and pair[1] != 0,
+            f"{where}: range {position} is not a [start, n] pair",
+        )
+    total, after = 0, value["start"]
+    for position, (start, count) in enumerate(cast(list[tuple[int, int]], pairs)):
+        require(position > 0 or start == after, f"{where}: its first range starts at {start}, not at its start {after}")
+        require(
+            start >= after, f"{where}: range {position} starts at {start}, before {after}: out of order or overlapping"
+        )
+        require(start + count <= value["end"], f"{where}: range {position} ends past the entry's end")
+        first, last = events[start], events[start + count - 1]
+        require(
+            first["event"] == "call" and first["frame_id"] == frame,
+            f"{where}: range {position} does not start with its frame's call",
+        )
+        require(
+            position == len(pairs) - 1 or (last["event"] == "return" and last["frame_id"] == frame),
+            f"{where}: range {position} does not end with its frame's yield",
+        )
+        total += count
+        after = start + count
+    require(total == n, f"{where}: its ranges hold {total} events, not n={n}")
+    return after - count, count

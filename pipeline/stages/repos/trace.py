@@ -16,7 +16,9 @@ of the test whose setup, call or teardown made the call, `code` = the entry func
 call event's locals (`tracers.suite.repo_code.render_input`: positional-only values bare, other
 parameters `name=repr`, then `*args` / `**kwargs`). Events are re-indexed from 0, frame ids
 renumbered by first appearance (the entry frame is 0), depth relative to the entry, and the entry's
-parent is null. `trace_id` hashes path, qualname, code, input, exit and events, so the same call
+parent is null. A generator function's entry holds every activation of its frame in turn (its call, then
+each resume, each up to its yield or its end; several root-level activations), each one's depth relative
+to its own call. `trace_id` hashes path, qualname, code, input, exit and events, so the same call
 traced by two tests is stored once (the first test's id is kept).
 
 Everything else that happens is a failures row, and traces recorded before a problem are kept:

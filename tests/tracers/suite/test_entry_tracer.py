@@ -5,54 +5,14 @@ repository stream must be exactly the trace the function tracer records for the 
 """
 
 import functools
-import importlib.util
-import io
-import itertools
 
 import pytest
+from entry_helpers import Traced
 
-from pipeline.stages.repos.cut import cut_entry
 from pipeline.stages.repos.stream import parse_repo_stream
-from tracers.suite.entry_tracer import EntryTracer
-from tracers.suite.pytest_plugin import TIME_SHARE, Sink, TracePlugin, header
-from tracers.suite.repo_code import PathFilter
+from tracers.suite.pytest_plugin import TIME_SHARE, TracePlugin
 from tracers.trace.backends import trace_source
 from tracers.trace.tracer import Budgets
-
-_names = itertools.count()
-
-
-class Traced:
-    """A module written into a fake repository, traced call by call as one pytest test would be."""
-
-    def __init__(self, tmp_path, source: str, **budgets):
-        root = tmp_path / f"repo{next(_names)}"
-        root.mkdir()
-        (root / "mod.py").write_text(source)
-        spec = importlib.util.spec_from_file_location("__tracegen__", root / "mod.py")  # as trace_source names it
-        self.module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.module)
-        self.buffer = io.StringIO()
-        self.sink = Sink(self.buffer, 1 << 30)
-        header(self.sink, budgets)
-        self.tracer = EntryTracer(self.sink, PathFilter([str(root)], ["**/*.py"], []), budgets)
-
-    def run(self, fn, nodeid="test_x", record_s=None):
-        self.sink.obj(type="test", nodeid=nodeid)
-        self.tracer.start(record_s)
-        try:
-            fn(self.module)
-        except Exception:
-            pass
-        finally:
-            self.tracer.stop()
-        self.sink.obj(type="test_end", nodeid=nodeid, outcome="passed", message=None)
-
-    def entries(self):
-        """[(entry object, cut events)] of every test, in the order the entries ended."""
-        stream = parse_repo_stream(self.buffer.getvalue().encode(), 10**7)
-        assert stream.error is None, stream.error
-        return [(entry, cut_entry(test.events, entry)) for test in stream.tests for entry in test.entries]
 
 
 def plain(events):
@@ -78,7 +38,7 @@ def test_entries_equal_the_function_tracer_on_the_example_corpus(tmp_path, examp
         function = getattr(traced.module, entry, None)
         code = getattr(function, "__code__", None)
         if code is None or code.co_flags & 0x3A0 or code.co_name.startswith("<"):
-            continue  # generators and lambdas are traced inside entries, never as entries
+            continue  # a generator function's call runs none of it (its resumes do); lambdas are never entries
         traced.run(functools.partial(call_with_input, entry=entry, input_text=record["input"]))
         ours = [
             events for mark, events in traced.entries() if mark["qualname"] == code.co_qualname and mark["start"] == 0
@@ -278,15 +238,22 @@ def test_a_frame_that_caught_its_exception_still_returns(tmp_path):
     assert mark["exit"] == "normal" and events[-1]["event"] == "return" and events[-1]["arg"] == "None"
 
 
-def test_generators_are_traced_inside_entries_but_are_not_entries(tmp_path):
+def test_a_generator_consumed_inside_an_entry_is_an_entry_of_its_own_too(tmp_path):
+    """tests/tracers/suite/test_generator_entries.py has the generator entries' own cases."""
     traced = Traced(tmp_path, NESTED)
     traced.run(lambda m: m.consume(3))
     marks = traced.entries()
-    assert [mark["qualname"] for mark, _ in marks] == ["inner", "inner", "inner", "consume"]
+    assert [mark["qualname"] for mark, _ in marks] == ["inner", "inner", "inner", "numbers", "consume"]
     events = marks[-1][1]
     generator_frames = {e["frame_id"] for e in events if e["function"] == "numbers"}
     assert len(generator_frames) == 1  # one frame id across its resumes
     assert events[-1]["arg"] == "6"
+    numbers, numbers_events = marks[3]
+    assert len(numbers["ranges"]) == 4 and numbers["input"] == "n=3" and numbers["exit"] == "normal"
+    # the generator's entry is its activations inside consume's, each from its resume to its yield
+    assert [(e["event"], e["function"]) for e in numbers_events] == [
+        (e["event"], e["function"]) for e in events if e["depth"] >= 1
+    ]
 
 
 def test_methods_and_signatures(tmp_path):

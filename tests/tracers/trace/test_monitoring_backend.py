@@ -11,12 +11,11 @@ and backend choices of the pipeline (`--python`, `--tracer-backend`) are checked
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from python_helpers import MONITORING_VERSIONS, require_python
+from python_helpers import MONITORING_VERSIONS, require_python, run_script
 
 from pipeline.stages.repos.cut import cut_entry
 from pipeline.stages.repos.stream import parse_repo_stream
@@ -28,19 +27,6 @@ EXAMPLES = ROOT / "examples" / "functions.jsonl"
 sys.path.insert(0, str(HERE))
 
 from backend_programs import HOSTILE  # noqa: E402
-
-
-def run_script(python: str, script: Path, *args: str) -> dict:
-    done = subprocess.run(
-        [python, "-s", "-B", str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0", "PATH": os.environ.get("PATH", "")},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
 
 
 def no_thread_ids(text: str) -> str:
