@@ -1,6 +1,6 @@
 """Loader throughput per worker: PackedLoader against plain pyarrow and HF `datasets` streaming, side by side.
 
-    .venv/bin/tracegen trace-functions --input examples/functions.jsonl --out /tmp/bench-fn --sandbox process
+    .venv/bin/tracegen trace-functions --input examples/functions.jsonl --out /tmp/bench-fn
     .venv/bin/tracegen pack --data /tmp/bench-fn --out /tmp/bench-packed --seq-len 2048
     .venv/bin/python bench/loader.py --packed /tmp/bench-packed [--repeat 5] [--batch 8]
 

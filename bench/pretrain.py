@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/pretrain.py [--steps 40] [--seq-len 512] [--global-batch-size 8]
 
-Traces the bundled examples (process sandbox), packs them, then trains the default model (2 layers × 128)
-for `--steps` steps twice, side by side in one run: `train_worker` in this process (1 worker), and
-`tracegen pretrain --workers 2` (Ray Train, gloo). tokens/s is the trainer's own figure at the last step
-(all ranks' tokens, the loop's time: Ray Train's start-up is printed apart as wall time).
+Traces the bundled examples (in bwrap: they include hostile records, a fork bomb among them), packs them, then
+trains the default model (2 layers × 128) for `--steps` steps twice, side by side in one run: `train_worker` in
+this process (1 worker), and `tracegen pretrain --workers 2` (Ray Train, gloo). tokens/s is the trainer's own
+figure at the last step (all ranks' tokens, the loop's time: Ray Train's start-up is printed apart as wall time).
 """
 
 import argparse
@@ -45,7 +45,7 @@ def main() -> None:
         run_job(
             FunctionsKind(),
             str(ROOT / "examples" / "functions.jsonl"),
-            FunctionsConfig(sandbox="process"),
+            FunctionsConfig(),
             str(work / "data"),
         )
         run_job(

@@ -1,7 +1,7 @@
 """The `tracegen` command line: one subcommand per job kind (pipeline.kinds.KINDS), plus `inspect`, `export`,
 `refresh` (a new dataset version with only what is new), `report` (report.html and plots of a version),
-`compact` (merge a dataset's small shards into large files), `pretrain` (train on a packed dataset) and
-`evaluate` (score a trained model).
+`compact` (merge a dataset's small shards into large files), `pretrain` (train on a packed dataset),
+`evaluate` (score a trained model) and `ablate` (train and score the same model on variants of the data format).
 
 Exit status: 0 done; 1 some units failed (the dataset holds the others; run again to complete it);
 2 bad input or configuration, or the machine lacks something (named, with the fix), before any work.
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipeline.ablate.command import add_ablate_arguments, run_ablate
 from pipeline.compact import add_compact_arguments, add_compaction_options, compaction_from, run_compact
 from pipeline.engine.errors import SetupError
 from pipeline.engine.job import JobIncomplete, run_job
@@ -160,6 +161,12 @@ COMMANDS = (
         "score a trained model per action (and on Go), or on a --benchmark file",
         add_evaluate_arguments,
         run_evaluate,
+    ),
+    Command(
+        "ablate",
+        "train the same model on variants of a corpus's data format and compare them on the same held-out cuts",
+        add_ablate_arguments,
+        run_ablate,
     ),
 )
 

@@ -9,12 +9,16 @@ imported by their base name).
 """
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+# Ray workers and the tests' subprocesses import this checkout, whichever one the venv's editable install names (a
+# second worktree tested with one venv); sandboxes clear their environment, so sandboxed code never sees it.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from pipeline.debugger.policy import PolicyConfig
+from pipeline.debugger.policy import DIRECTIONS, PolicyConfig
 from pipeline.engine.config import KindConfig
 from pipeline.engine.errors import SetupError
 from pipeline.engine.memory import OOM_RETRIES
@@ -118,12 +118,18 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write every frame's locals in full, as CWM does (default: the tracegen locals delta)",
     )
+    parser.add_argument(
+        "--directions",
+        choices=("both", *DIRECTIONS),
+        default="both",
+        help="the trees trajectories walk: both (default), forward only, or inverse only",
+    )
 
 
 def sampling_from(args: argparse.Namespace) -> SamplingSettings:
-    return SamplingSettings(
-        seed=args.seed, per_trace=args.per_trace, policy=PolicyConfig(locals_delta=not args.full_locals)
-    )
+    directions = DIRECTIONS if args.directions == "both" else (args.directions,)
+    policy = PolicyConfig(locals_delta=not args.full_locals, directions=directions)
+    return SamplingSettings(seed=args.seed, per_trace=args.per_trace, policy=policy)
 
 
 def add_trajectory_arguments(parser: argparse.ArgumentParser) -> None:

@@ -84,6 +84,25 @@ class PackConfig(KindConfig):
             raise ValueError(f"--tokenizer must be one of {', '.join(MODES)}, got {self.tokenizer!r}")
 
 
+def add_format_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the samples look like: their length, the tokenizer and the loss mask (also an ablation's variants')."""
+    parser.add_argument("--seq-len", type=int, default=PackSettings.seq_len, help="tokens per sample")
+    parser.add_argument("--tokenizer", choices=MODES, default="bytes", help="bytes (default) or a BPE trained here")
+    parser.add_argument("--vocab-size", type=int, default=PackConfig.vocab_size, help="BPE vocabulary size")
+    parser.add_argument(
+        "--loss", choices=LOSS_MODES, default="states", help="states: predicted states only (default); all tokens"
+    )
+
+
+def format_from(args: argparse.Namespace) -> dict:
+    """The PackConfig fields of `add_format_arguments`' options."""
+    return {
+        "packing": PackSettings(seq_len=args.seq_len, loss=args.loss),
+        "tokenizer": args.tokenizer,
+        "vocab_size": args.vocab_size,
+    }
+
+
 @dataclass(frozen=True)
 class PackShards:
     """A unit's payload: the source dataset directory, the shard paths per table, the tokenizer's JSON, and
@@ -148,12 +167,7 @@ class PackKind(JobKind[PackConfig]):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--data", required=True, help="a dataset or versioned root (the --out of a job)")
-        parser.add_argument("--seq-len", type=int, default=PackSettings.seq_len, help="tokens per sample")
-        parser.add_argument("--tokenizer", choices=MODES, default="bytes", help="bytes (default) or a BPE trained here")
-        parser.add_argument("--vocab-size", type=int, default=PackConfig.vocab_size, help="BPE vocabulary size")
-        parser.add_argument(
-            "--loss", choices=LOSS_MODES, default="states", help="states: predicted states only (default); all tokens"
-        )
+        add_format_arguments(parser)
         parser.add_argument(
             "--unit-mb",
             type=int,
@@ -170,14 +184,8 @@ class PackKind(JobKind[PackConfig]):
         add_decontaminate_arguments(parser)
 
     def configure(self, args: argparse.Namespace) -> tuple[str, PackConfig]:
-        packing = PackSettings(seq_len=args.seq_len, loss=args.loss)
         return args.data, PackConfig(
-            packing=packing,
-            tokenizer=args.tokenizer,
-            vocab_size=args.vocab_size,
-            holdout=args.holdout,
-            unit_mb=args.unit_mb,
-            decontaminate=decontaminator_from(args),
+            **format_from(args), holdout=args.holdout, unit_mb=args.unit_mb, decontaminate=decontaminator_from(args)
         )
 
     def units(self, source: str, config: PackConfig) -> list[Unit]:

@@ -36,6 +36,22 @@ def require_train_extra(command: str) -> None:
             ) from error
 
 
+def add_objective_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the Go positions are scored (also an ablation's variants')."""
+    parser.add_argument(
+        "--go-objective",
+        choices=GO_OBJECTIVES,
+        default=TrainConfig.go_objective,
+        help="kl: against the empirical next-event distribution (default); ce: against its most frequent event",
+    )
+    parser.add_argument(
+        "--go-balance",
+        choices=GO_BALANCES,
+        default=TrainConfig.go_balance,
+        help="weigh the Go term per target event type by the packed data's frequencies: none, inverse, or sqrt",
+    )
+
+
 def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="a packed dataset (tracegen pack --out)")
     parser.add_argument("--out", required=True, help="the run directory: config, metrics.jsonl, checkpoints")
@@ -50,13 +66,7 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=TrainConfig.seed, help="model init and sample order")
     parser.add_argument("--checkpoint-every", type=int, default=TrainConfig.checkpoint_every)
     parser.add_argument("--log-every", type=int, default=TrainConfig.log_every)
-    parser.add_argument("--go-objective", choices=GO_OBJECTIVES, default=TrainConfig.go_objective)
-    parser.add_argument(
-        "--go-balance",
-        choices=GO_BALANCES,
-        default=TrainConfig.go_balance,
-        help="weigh the Go term per target event type by the packed data's frequencies: none, inverse, or sqrt",
-    )
+    add_objective_arguments(parser)
     parser.add_argument("--eval-every", type=int, default=0, help="learning curve: score every N steps (0: never)")
     parser.add_argument("--eval-cuts", type=int, default=TrainConfig.eval_cuts, help="cuts each curve point scores")
     parser.add_argument("--eval-data", default="", help="the dataset whose held-out trajectories the curve scores")
@@ -94,6 +104,12 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-cuts", type=int, default=2000, help="cut points scored at most")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens decoded per predicted state")
     parser.add_argument("--max-rollouts", type=int, default=200, help="Go trajectory windows rolled out at most")
+    parser.add_argument(
+        "--per-cut",
+        action="store_true",
+        help="list every scored cut in the results (its trace, direction, sample, action position; each predictor's "
+        "hits), so runs on differently formatted data can be compared on their common cuts",
+    )
     benchmark = parser.add_argument_group("--benchmark only")
     benchmark.add_argument("--samples", type=int, default=0, help="answers sampled per item and task, for pass@k")
     benchmark.add_argument("--temperature", type=float, default=0.8, help="the temperature of --samples")
@@ -133,6 +149,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         max_rollouts=args.max_rollouts,
         seed=args.seed,
+        per_cut=args.per_cut,
     )
     print(results_table(results))
     print(f"results -> {args.out}")

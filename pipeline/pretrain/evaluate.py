@@ -13,11 +13,14 @@ in `baselines`, and printed under each of the model's rows.
 
 Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
-expected calibration error (10 bins of the top probability) and KL(empirical ‖ model). The prompt is the packed
-example's, with the same window on the prefix for the model's `seq_len` (pipeline/stages/pack/go_examples.py);
-`go_skipped` counts the rows whose program source alone does not fit. Multi-step rollouts from the
-`go_trajectories` windows, scored by the scheduler's validity checker (`go_rollouts`: `rollout_valid_steps`, the
-mean number of valid steps before the first violation, and `rollouts`, how many): pipeline/pretrain/go_rollouts.py.
+expected calibration error (10 bins of the top probability) and KL(empirical ‖ model), in
+pipeline/pretrain/go_metrics.py; `go_skipped` counts the rows whose program source alone does not fit.
+Multi-step rollouts from the `go_trajectories` windows, scored by the scheduler's validity checker (`go_rollouts`:
+`rollout_valid_steps`, the mean number of valid steps before the first violation, and `rollouts`, how many):
+pipeline/pretrain/go_rollouts.py.
+
+With `--per-cut` the results also list every scored cut (`CutLog`), so models trained on differently formatted data
+can be compared on their common cuts (pipeline/ablate/compare.py).
 
 Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
@@ -29,7 +32,7 @@ A benchmark file instead of a dataset (`--benchmark`, CruxEval-style pass@k): pi
 import json
 import math
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import numpy as np
 import torch
@@ -38,18 +41,18 @@ from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, S
 from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
-from pipeline.loader.tokenizer import PackTokenizer
 from pipeline.pretrain.baselines import BASELINES, baseline_states
 from pipeline.pretrain.checkpoints import latest_checkpoint
 from pipeline.pretrain.config import EVALUATION_SPLITS
+from pipeline.pretrain.go_metrics import go_examples, go_metrics
 from pipeline.pretrain.go_rollouts import go_rollout_metrics, rollout_summary
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
 from pipeline.stages.pack.documents import trajectory_spans
-from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, go_documents
+from pipeline.stages.pack.go_examples import OUTCOME_TOKENS
 from schemas.go_next_event import OUTCOMES
 
 COMPONENTS = ("event", "source", "locals", "arg")
-ECE_BINS = 10
+CUT_KEY = ("trace_id", "direction", "sample_index")  # with k, names a cut whatever the text's format (CutLog)
 
 
 class Scorer:
@@ -79,6 +82,16 @@ class Scorer:
         }
 
 
+def view_of(action: str, k: int, truth: State) -> str | None:
+    """Which CruxEval-style view a cut also counts in: `output` (the first action a `step_return` from the entry
+    call, landing on its return), `input` (an `inv_step_call` landing on the call), or none."""
+    if k == 0 and action == "step_return" and truth.event == "return":
+        return "output"
+    if action == "inv_step_call" and truth.event == "inv_call":
+        return "input"
+    return None
+
+
 class Board:
     """One predictor's scores (the model's or a baseline's): exact match per action, and the two CruxEval-style
     views of the same cuts, output (`step_return` from the entry call onto its return) and input
@@ -87,12 +100,15 @@ class Board:
     def __init__(self):
         self.scorer, self.output, self.input = Scorer(), Scorer(), Scorer()
 
-    def add(self, action: str, k: int, predicted: State | None, truth: State) -> None:
-        self.scorer.add(action, predicted, truth)
-        if k == 0 and action == "step_return" and truth.event == "return":
+    def add(self, action: str, k: int, predicted: State | None, truth: State) -> dict[str, bool]:
+        """Score one cut; returns its hits per component (and `state`, all of them)."""
+        same = self.scorer.add(action, predicted, truth)
+        view = view_of(action, k, truth)
+        if view == "output":
             self.output.add("return value", predicted, truth)
-        if action == "inv_step_call" and truth.event == "inv_call":
+        elif view == "input":
             self.input.add("arguments", predicted, truth)
+        return same
 
     def results(self) -> dict:
         return {
@@ -100,6 +116,23 @@ class Board:
             "output_prediction": self.output.table().get("return value"),
             "input_prediction": self.input.table().get("arguments"),
         }
+
+
+class CutLog:
+    """Each scored cut's hits, by predictor, under a key that names the cut whatever the text's format: the
+    trajectory's trace, direction and sample index (which fix its actions: pipeline/debugger/policy.py), and
+    the action's position k. Two models evaluated on datasets sampled with the same seed and per-trace count
+    (their locals written in full or as deltas alike) can be compared on exactly their common cuts."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.trajectory: dict = {}
+
+    def start(self, row: dict) -> None:
+        self.trajectory = {key: row[key] for key in CUT_KEY}
+
+    def add(self, k: int, action: str, view: str | None, hits: dict[str, dict[str, bool]]) -> None:
+        self.rows.append({**self.trajectory, "k": k, "action": action, "view": view, "hits": hits})
 
 
 class Model:
@@ -170,10 +203,13 @@ class Model:
         return torch.softmax(logits[self.outcome_ids].float(), dim=-1).cpu().numpy()
 
 
-def score_trajectory(model: Model, text: str, boards: dict[str, Board], max_new_tokens: int) -> int:
+def score_trajectory(
+    model: Model, text: str, boards: dict[str, Board], max_new_tokens: int, cuts: "CutLog | None" = None
+) -> int:
     """Score every cut of one trajectory whose prompt fits in the model's context (a prediction that runs
     past the context is cut there, and scored as it is) on `boards["model"]`, and the baselines' predictions of
-    the same cuts on their boards; returns the cuts skipped because the prompt does not fit."""
+    the same cuts on their boards (and on `cuts`, each cut's hits); returns the cuts skipped because the prompt
+    does not fit."""
     episode = parse(text)
     spans = trajectory_spans(text)
     cache = DecodeCache(model.config.layers)
@@ -193,93 +229,33 @@ def score_trajectory(model: Model, text: str, boards: dict[str, Board], max_new_
             predicted = parse_state(model.next_state_text(last, cache, max_new_tokens), written)
         except LanguageError:
             predicted = None
-        boards["model"].add(action.name, k, predicted, truth)
+        hits = {"model": boards["model"].add(action.name, k, predicted, truth)}
         for name, guess in baseline_states(episode, k, written).items():
-            boards[name].add(action.name, k, guess, truth)
+            hits[name] = boards[name].add(action.name, k, guess, truth)
+        if cuts is not None:
+            cuts.add(k, action.name, view_of(action.name, k, truth), hits)
         model.prefill(state_span.text, cache)
         if truth.event not in VALUED and not truth.is_end:
             written = truth.locals
     return 0
 
 
-def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
-    """Top-1 accuracy (overall, by the most frequent event type, and their macro average: each type that occurs
-    counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
-    correct, kls, by_type = [], [], defaultdict(list)
-    confidences = []
-    for prompt, empirical in examples:
-        predicted = model.outcome_distribution(prompt)
-        hit = int(predicted.argmax()) == int(empirical.argmax())
-        correct.append(hit)
-        confidences.append(float(predicted.max()))
-        by_type[OUTCOMES[int(empirical.argmax())]].append(hit)
-        kls.append(kl_divergence(empirical, predicted))
-    by_event = {name: float(np.mean(hits)) for name, hits in sorted(by_type.items())}
-    return {
-        "examples": len(examples),
-        "top1_accuracy": float(np.mean(correct)),
-        "macro_accuracy": float(np.mean(list(by_event.values()))),
-        "accuracy_by_event": by_event,
-        "ece": expected_calibration_error(np.array(confidences), np.array(correct, dtype=float)),
-        "kl": float(np.mean(kls)),
-    }
-
-
-def kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
-    """KL(p ‖ q) in nats; terms where p is 0 contribute nothing."""
-    support = p > 0
-    return float(np.sum(p[support] * (np.log(p[support]) - np.log(np.maximum(q[support], 1e-30)))))
-
-
-def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray) -> float:
-    edges = np.linspace(0, 1, ECE_BINS + 1)
-    total = 0.0
-    for low, high in zip(edges[:-1], edges[1:], strict=True):
-        inside = (confidence > low) & (confidence <= high)
-        if inside.any():
-            total += inside.mean() * abs(confidence[inside].mean() - correct[inside].mean())
-    return float(total)
-
-
-def go_examples(
-    data: str, split: str, holdout: float, tokenizer: PackTokenizer, seq_len: int
-) -> tuple[list[tuple[str, np.ndarray]], int]:
-    """(prompt, empirical distribution) of every exact-prefix row of the split, as `tracegen pack` builds its
-    example for `seq_len`; and how many rows were skipped because their program source does not fit."""
-    rows = [
-        r
-        for r in table_rows(data, "go_next_event")
-        if r["prefix_kind"] == "exact" and (split == "all" or is_heldout(r["program_id"], holdout))
-    ]
-    if not rows:
-        return [], 0
-    programs = {row["program_id"] for row in rows}
-    runs = (r for r in table_rows(data, "go_runs") if r["program_id"] in programs)
-    sources = (r for r in table_rows(data, "go_programs") if r["program_id"] in programs)
-    skipped: Counter = Counter()
-    examples = []
-    for document in go_documents(rows, runs, sources, tokenizer=tokenizer, seq_len=seq_len, dropped=skipped):
-        head, outcome = document.spans[0], document.spans[1]
-        assert outcome.target is not None
-        counts, n = outcome.target
-        examples.append((head.text, np.array(counts, dtype=float) / max(n, 1)))
-    return examples, sum(skipped.values())
-
-
 def score_cuts(
-    model: Model, data: str, split: str, max_cuts: int, max_new_tokens: int
+    model: Model, data: str, split: str, max_cuts: int, max_new_tokens: int, cuts: CutLog | None = None
 ) -> tuple[dict[str, Board], int, int]:
     """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
     trajectory starts with `max_cuts` cuts scored (so the same arguments always score the same cuts); with the
-    number of trajectories scored and of cuts skipped because their prompt does not fit."""
+    number of trajectories scored and of cuts skipped because their prompt does not fit. `cuts` gets each cut."""
     boards = {name: Board() for name in ("model", *BASELINES)}
     trajectories = skipped = 0
-    for row in table_rows(data, "trajectories"):
+    for row in table_rows(data, "trajectories", ["source_id", "text", *CUT_KEY]):
         if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
             break
         if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
             continue
-        skipped += score_trajectory(model, row["text"], boards, max_new_tokens)
+        if cuts is not None:
+            cuts.start(row)
+        skipped += score_trajectory(model, row["text"], boards, max_new_tokens, cuts)
         trajectories += 1
     return boards, trajectories, skipped
 
@@ -295,8 +271,10 @@ def evaluate(
     device: str | None = None,
     max_rollouts: int = 200,
     seed: int = 0,
+    per_cut: bool = False,
 ) -> dict:
-    """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc)."""
+    """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc); with
+    `per_cut`, the results' `cuts` list each cut's key and hits (`CutLog`)."""
     if split not in EVALUATION_SPLITS:
         raise ValueError(f"--split must be one of {', '.join(EVALUATION_SPLITS)}, got {split!r}")
     model = Model.load(run, device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -306,7 +284,8 @@ def evaluate(
             f"the run's packed data ({model.data}) held no source out (tracegen pack --holdout 0): pack with "
             f"--holdout 0.1 and train on that, or evaluate with --split all"
         )
-    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens)
+    cuts = CutLog() if per_cut else None
+    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens, cuts)
     results = {
         "run": os.path.abspath(run),
         "step": model.step,
@@ -318,6 +297,8 @@ def evaluate(
         **boards["model"].results(),
         "baselines": {name: boards[name].results() for name in BASELINES},
     }
+    if cuts is not None:
+        results["cuts"] = cuts.rows
     examples, results["go_skipped"] = go_examples(data, split, holdout, model.tokenizer, model.config.seq_len)
     if examples:
         results["go"] = go_metrics(model, examples)

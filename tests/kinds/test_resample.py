@@ -5,6 +5,7 @@ import shutil
 import polars as pl
 import pytest
 
+from pipeline.cli import main
 from pipeline.engine.job import run_job
 from pipeline.kinds.resample import ResampleConfig, ResampleKind
 from pipeline.stages.trajectories import SamplingSettings
@@ -32,3 +33,11 @@ def test_trajectories_resample_from_stored_traces_without_retracing(dataset, fun
 def test_a_source_without_a_dataset_is_refused(tmp_path, ray_local):
     with pytest.raises(ValueError, match="holds no dataset"):
         run_job(ResampleKind(), str(tmp_path), ResampleConfig(), str(tmp_path / "out"))
+
+
+def test_directions_forward_samples_the_forward_tree_only(dataset, tmp_path):
+    out, manifest = dataset
+    argv = ["trajectories", "--traces", out, "--out", str(tmp_path / "forward"), "--directions", "forward"]
+    assert main([*argv, "--per-trace", "1"]) == 0
+    rows = pl.read_parquet(f"{tmp_path}/forward/trajectories/*.parquet")
+    assert set(rows["direction"]) == {"forward"} and len(rows) == manifest["tables"]["traces"]["rows"]

@@ -49,3 +49,21 @@ def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memori
 def test_a_held_out_evaluation_needs_data_packed_with_a_holdout(memorised, tiny_dataset, tmp_path):
     with pytest.raises(ValueError, match="--holdout"):
         evaluate(memorised[0], tiny_dataset, str(tmp_path / "r.json"))
+
+
+def test_per_cut_results_name_each_cut_and_add_up_to_the_tables(memorised, tiny_dataset, tmp_path):
+    results = evaluate(memorised[0], tiny_dataset, str(tmp_path / "cuts.json"), split="all", per_cut=True)
+    cuts = results["cuts"]
+    keys = [(cut["trace_id"], cut["direction"], cut["sample_index"], cut["k"]) for cut in cuts]
+    assert len(set(keys)) == len(keys) == sum(row["cuts"] for row in results["per_action"].values())
+    for predictor, table in [("model", results["per_action"])] + [
+        (name, board["per_action"]) for name, board in results["baselines"].items()
+    ]:
+        for action, row in table.items():
+            mine = [cut["hits"][predictor] for cut in cuts if cut["action"] == action]
+            assert len(mine) == row["cuts"]
+            for component in ("state", "event", "source", "locals", "arg"):
+                assert sum(hit[component] for hit in mine) / len(mine) == row[component], (predictor, action)
+    inputs = [cut for cut in cuts if cut["view"] == "input"]
+    assert len(inputs) == results["input_prediction"]["cuts"]
+    assert "cuts" not in evaluate(memorised[0], tiny_dataset, str(tmp_path / "plain.json"), split="all")

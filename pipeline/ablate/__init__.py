@@ -1,0 +1,1 @@
+"""Ablations: one traced corpus, several data formats, the same model trained and scored on each."""
