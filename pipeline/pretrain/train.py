@@ -105,13 +105,14 @@ def train_worker(config_dict: dict) -> None:
     trainer = Trainer(config, _open_loader(config, rank, world), rank, world)
     step = trainer.resumed_step
     stream = Stream(trainer.loader)
-    started, tokens = time.perf_counter(), 0
+    elapsed, tokens = 0.0, 0  # seconds in training steps (reading the batch included; curve points, checkpoints not)
     while step < config.steps:
+        started = time.perf_counter()
         loss, norm, lr, read = trainer.step(stream.next_batch())
+        elapsed += time.perf_counter() - started
         tokens += read
         step += 1
         if rank == 0 and (step % config.log_every == 0 or step == config.steps):
-            elapsed = time.perf_counter() - started
             _log(
                 config.out,
                 {
