@@ -15,8 +15,28 @@ import json
 from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
+from schemas import TABLES
+
 UNHASHED = {"hashed": False}
 HASHED_WHEN_SET = {"hashed": "when_set"}
+# Each table's schema VERSION when config hashes began to name them. A kind's hash names the tables it writes
+# whose VERSION is past this one, so a schema bump makes every config of a kind that writes the table another
+# config (a resumed job re-runs its units; a refresh runs its units again once) and a dataset never holds two
+# schemas of one table; datasets made before the rule keep their hash.
+SCHEMAS_HASHED_FROM = {
+    "traces": 4,
+    "failures": 1,
+    "trajectories": 2,
+    "duplicates": 1,
+    "contaminated": 1,
+    "go_runs": 4,
+    "go_next_event": 4,
+    "go_trajectories": 1,
+    "go_traces": 1,
+    "go_programs": 1,
+    "packed": 1,
+    "repo_runs": 2,
+}
 
 
 def _hashed(f: Field, value: Any) -> bool:
@@ -47,6 +67,7 @@ class KindConfig:
     """The base of every kind's config: the Parquet writer's zstd level, which every kind uses."""
 
     kind: ClassVar[str] = ""
+    tables: ClassVar[tuple[str, ...]] = ()  # the tables the kind writes
     zstd_level: int = 3
 
     def __post_init__(self):
@@ -63,5 +84,11 @@ class KindConfig:
         return settings_dict(self)
 
     def hash(self) -> str:
-        payload = json.dumps({"kind": self.kind, **self.as_dict()}, sort_keys=True, separators=(",", ":"))
+        content = {"kind": self.kind, **self.as_dict()}
+        bumped = {
+            table: TABLES[table].VERSION for table in self.tables if TABLES[table].VERSION > SCHEMAS_HASHED_FROM[table]
+        }
+        if bumped:
+            content["schemas"] = bumped
+        payload = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:16]

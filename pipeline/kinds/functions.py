@@ -192,6 +192,7 @@ class FunctionsConfig(SandboxedConfig):
     dedup parameters and the benchmark files records are cleaned against (`decontaminate`)."""
 
     kind: ClassVar[str] = "functions"
+    tables: ClassVar[tuple[str, ...]] = ("traces", "trajectories", "duplicates", "contaminated", "failures")
     python: str | None = None
     chunk_size: int = 16
     trace: TraceSettings = field(default_factory=TraceSettings)

@@ -32,6 +32,14 @@ class GoConfig(SandboxedConfig):
     """What a Go tracing job computes: the sandbox and the Go settings (runs, timeouts, limits, race)."""
 
     kind: ClassVar[str] = "go"
+    tables: ClassVar[tuple[str, ...]] = (
+        "go_programs",
+        "go_runs",
+        "go_traces",
+        "go_next_event",
+        "go_trajectories",
+        "failures",
+    )
     go: GoSettings = field(default_factory=GoSettings)
 
 

@@ -64,6 +64,7 @@ class PackConfig(KindConfig):
     matches one)."""
 
     kind: ClassVar[str] = "pack"
+    tables: ClassVar[tuple[str, ...]] = ("packed", "contaminated", "failures")
     packing: PackSettings = field(default_factory=PackSettings)
     tokenizer: str = "bytes"
     vocab_size: int = 8192

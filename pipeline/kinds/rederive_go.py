@@ -42,6 +42,14 @@ class RederiveConfig(KindConfig):
     the go_trajectories windows."""
 
     kind: ClassVar[str] = "rederive-go"
+    tables: ClassVar[tuple[str, ...]] = (
+        "go_programs",
+        "go_runs",
+        "go_traces",
+        "go_next_event",
+        "go_trajectories",
+        "failures",
+    )
     max_events: int = 0
     min_prefix_runs: int = 2
     trajectory_window: int = go_trajectories.WINDOW

@@ -67,6 +67,7 @@ class ReposConfig(SandboxedConfig):
     '' = the defaults above)."""
 
     kind: ClassVar[str] = "repos"
+    tables: ClassVar[tuple[str, ...]] = ("traces", "trajectories", "repo_runs", "contaminated", "failures")
     python: str | None = None
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)

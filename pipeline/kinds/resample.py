@@ -25,6 +25,7 @@ class ResampleConfig(KindConfig):
     """How trajectories are sampled (the traces are the input, identified by their shards' hashes)."""
 
     kind: ClassVar[str] = "resample"
+    tables: ClassVar[tuple[str, ...]] = ("trajectories", "failures")
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
     @property

@@ -1,13 +1,15 @@
 """A kind's config hash covers that kind's settings only: changing another kind's defaults never makes a
 finished dataset "another config" (what incremental refreshes rely on)."""
 
+import hashlib
+import json
 import shutil
 
 import pytest
 from go_helpers import EXAMPLES, requires_bwrap, requires_go
 
 from pipeline.debugger.policy import PolicyConfig
-from pipeline.engine.config import settings_dict
+from pipeline.engine.config import SCHEMAS_HASHED_FROM, settings_dict
 from pipeline.engine.job import run_job
 from pipeline.kinds import KINDS
 from pipeline.kinds.functions import FunctionsConfig
@@ -63,3 +65,25 @@ def test_a_go_rerun_after_a_python_only_default_changed_is_the_same_config(tmp_p
     assert again["tables"] == first["tables"]  # every unit was skipped as finished: the same shards
     with pytest.raises(ValueError, match="another config"):
         run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=3, timeout_s=2.0)), out, workers=2)
+
+
+def test_a_schema_bump_makes_another_config_of_the_kinds_that_write_the_table_only(monkeypatch):
+    from schemas import TABLES
+
+    for config in (FunctionsConfig, GoConfig, ReposConfig, ResampleConfig):
+        assert config.tables and set(config.tables) <= set(TABLES) <= set(SCHEMAS_HASHED_FROM)
+    before = {config: config().hash() for config in (FunctionsConfig, GoConfig, ReposConfig, ResampleConfig)}
+    monkeypatch.setattr(TABLES["trajectories"], "VERSION", TABLES["trajectories"].VERSION + 1)
+    after = {config: config().hash() for config in before}
+    changed = {config.__name__ for config in before if before[config] != after[config]}
+    assert changed == {"FunctionsConfig", "ReposConfig", "ResampleConfig"}  # GoConfig writes no trajectories
+
+
+def test_repo_runs_version_3_is_another_config_of_trace_repos_and_no_other_kind():
+    assert SCHEMAS_HASHED_FROM["repo_runs"] == 2
+    content = {"kind": "repos", **ReposConfig().as_dict()}
+    plain = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    assert ReposConfig().hash() != plain  # a trace-repos dataset of repo_runs 2 is re-run, never mixed
+    content = {"kind": "functions", **FunctionsConfig().as_dict()}
+    plain = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    assert FunctionsConfig().hash() == plain  # a function dataset keeps its hash
