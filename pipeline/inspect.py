@@ -230,6 +230,8 @@ def repo_line(row: dict) -> str:
     how = row["install_step"] or "not installed"
     if row["editable"]:
         how += ", editable"
+    if row.get("install_commands"):
+        how += f", prepared ({len(row['install_commands'])} commands_pre)"
     if row["repaired_modules"]:
         how += ", repaired " + " ".join(row["repaired_modules"])
     ratio = ""

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 2
+VERSION = 3
 
 FAILURE_COUNT = pa.struct(
     [
@@ -48,6 +48,14 @@ SCHEMA = pa.schema(
             nullable=False,
         ),
         field("editable", pa.bool_(), "whether the package was installed editable; null when not a package"),
+        field(
+            "install_commands",
+            pa.list_(pa.field("item", pa.string(), nullable=False)),
+            "the repository's own preparation commands the installer ran after installing (its tox test env's "
+            "commands_pre: compiling translations, generating files the tests read), each `COMMAND: ok` or "
+            "`COMMAND: failed`",
+            nullable=False,
+        ),
         field(
             "repaired_modules",
             pa.list_(pa.field("item", pa.string(), nullable=False)),

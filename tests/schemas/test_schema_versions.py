@@ -22,7 +22,7 @@ PINNED = {
     "go_trajectories": (1, "838ed33d17b79803"),
     "go_programs": (1, "79e3580c877158ad"),
     "packed": (1, "9e4be7a9df6946d5"),
-    "repo_runs": (2, "e559700a409fcb79"),
+    "repo_runs": (3, "457c32f20bd1c36b"),
     "contaminated": (1, "f06ba028e2d2ae76"),
 }
 

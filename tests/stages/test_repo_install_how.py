@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.engine.failures import Failures
 from pipeline.sources.repo_manifest import RepoSpec
-from pipeline.stages.repos.install import Attempt, InstallHow, Repair, read_how, report_how
+from pipeline.stages.repos.install import Attempt, InstallHow, Prepared, Repair, read_how, report_how
 from pipeline.stages.repos.trace import repo_input
 from tracers.install.step import manifest_how
 
@@ -23,6 +23,10 @@ HOW = {
         {"step": "without:requirements:requirements-dev.txt", "editable": True, "ok": False, "error": "x"},
         {"step": "relaxed", "editable": True, "ok": False, "error": "'build_editable' hook"},
         {"step": "relaxed", "editable": False, "ok": True, "error": None},
+    ],
+    "prepared": [
+        {"command": "pybabel compile --directory src/lib/locale", "ok": True},
+        {"command": "{envpython} scripts/generate.py", "ok": False},
     ],
     "repairs": [
         {"round": 1, "modules": ["yaml", "--cov"], "installed": ["PyYAML", "pytest-cov"], "unresolved": [], "ok": True},
@@ -38,8 +42,9 @@ def test_a_report_reads_as_typed_values():
     assert how.sources == ("dependency-groups:test", "requirements:requirements-dev.txt")
     assert how.attempts[-1] == Attempt("relaxed", False, True, None)
     assert how.repairs[0] == Repair(1, ("yaml", "--cov"), ("PyYAML", "pytest-cov"), (), True)
+    assert how.prepared[1] == Prepared("{envpython} scripts/generate.py", False)
     assert (how.step, how.editable, how.collected) == ("relaxed", False, 12)
-    assert read_how(manifest_how()) == InstallHow((), "manifest", None, (), (), None, ())
+    assert read_how(manifest_how()) == InstallHow((), "manifest", None, (), (), (), None, ())
 
 
 def forged(path: tuple, value):
@@ -72,6 +77,9 @@ def forged(path: tuple, value):
         (("attempts", 0, "error"), "e" * 1001, "how.attempts[0].error"),
         (("attempts", 0, "ok"), 1, "how.attempts[0].ok"),
         (("attempts", 1, "step"), "without:", "how.attempts[1].step"),
+        (("prepared",), [HOW["prepared"][0]] * 17, "how.prepared"),
+        (("prepared", 0, "command"), "c" * 301, "how.prepared[0].command"),
+        (("prepared", 1, "ok"), "no", "how.prepared[1].ok"),
         (("repairs",), [HOW["repairs"][0]] * 4, "how.repairs"),
         (("repairs", 0, "round"), 0, "how.repairs[0].round"),
         (("repairs", 0, "modules"), ["m"] * 11, "how.repairs[0].modules"),
@@ -91,10 +99,12 @@ def test_each_fallback_and_repair_round_is_a_row():
     assert [(stage, error_type) for stage, error_type, _ in rows] == [
         ("install", "InstallFallback"),
         ("install", "InstallFallback"),
+        ("install", "PrepareCommandFailed"),
         ("install", "MissingModuleInstalled"),
         ("install", "MissingModuleUnresolved"),
     ]
-    step, editable, installed, unresolved = (message for _, _, message in rows)
+    step, editable, prepared, installed, unresolved = (message for _, _, message in rows)
+    assert "'{envpython} scripts/generate.py'" in prepared and "commands_pre" in prepared
     assert step.startswith("repository 'lib': installing pytest, the package and its test requirements")
     assert "six==0.0.1" in step and step.endswith(
         "installed with every test requirement relaxed to its bare name (no version pins)"

@@ -167,6 +167,44 @@ REPOS = {
             "sixlike", "from importlib import metadata", "3", "int(metadata.version('six').split('.')[0]) >= 1"
         ),
     },
+    # a data file the package reads is made by tox's commands_pre (as a CI compiles translations before the tests):
+    # one command through a {[section]key} reference, one for another Python (skipped), one whose exit status tox
+    # ignores (`-`), one that fails (recorded; the install stands)
+    "prepared": {
+        "pyproject.toml": project("prepped"),
+        "src/prepped/__init__.py": """
+            import os
+
+
+            def double(x):
+                with open(os.path.join(os.path.dirname(__file__), "data", "factor.txt")) as handle:
+                    return x * int(handle.read())
+            """,
+        "src/prepped/data/factor.src": "2\n",
+        "scripts/make_data.py": """
+            import pathlib
+            import sys
+
+            folder = pathlib.Path(sys.argv[1])
+            (folder / "factor.txt").write_text((folder / "factor.src").read_text())
+            """,
+        "tox.ini": """
+            [tox]
+            envlist = py3{11,12,13}
+
+            [testenv]
+            commands_pre =
+                {[testenv:data]commands}
+                py310: python -c "raise SystemExit(1)"
+                - python -c "raise SystemExit(3)"
+                python -c "raise SystemExit(2)"
+            commands = pytest {posargs}
+
+            [testenv:data]
+            commands = {envpython} scripts/make_data.py {toxinidir}/src/prepped/data
+            """,
+        "tests/test_prepped.py": suite_module("prepped", "", "3", "True"),
+    },
     # not a package: a module nothing on the index provides; the other test is still traced
     "nowhere": {
         "lib/__init__.py": "",
@@ -255,6 +293,19 @@ def test_tox_deps_are_installed_and_a_failed_editable_build_installs_regularly(s
     assert "build_editable" in how.attempts[0].error
     (editable,) = run.rows("InstallFallback")
     assert "'tox'" in editable and "regular package" in editable
+
+
+def test_tox_commands_pre_prepare_the_tree_the_tests_run_in(stage):
+    run = stage("prepared")
+    (row,) = [row for row in run.traces if row["test_id"] == "tests/test_prepped.py::test_double"]
+    assert (row["qualname"], row["input"], row["exit"], row["events"][-1]["arg"]) == ("double", "x=3", "normal", "6")
+    assert [(command.command, command.ok) for command in run.installed.how.prepared] == [
+        ("{envpython} scripts/make_data.py {toxinidir}/src/prepped/data", True),  # as written, the same everywhere
+        ('python -c "raise SystemExit(3)"', True),
+        ('python -c "raise SystemExit(2)"', False),
+    ]
+    (failed,) = run.rows("PrepareCommandFailed")
+    assert "raise SystemExit(2)" in failed and "commands_pre" in failed
 
 
 def test_setup_cfg_extras_and_a_lib_layout_import_from_the_source_copy(stage):

@@ -19,7 +19,9 @@ requirements files: one per file):
    `[tox:tox]`): the first env of `envlist` that is not a lint/docs/type-check env (TOX_NOT_TESTS), one matching
    this Python's `pyXY` preferred; its `[testenv:NAME]` deps, else `[testenv]`'s. `{toxinidir}` is the
    repository, `{[section]key}` is substituted, a `factors: requirement` line is kept when its factors match the
-   env's (and this Python's `pyXY`), a line with any other `{...}` is skipped.
+   env's (and this Python's `pyXY`), a line with any other `{...}` is skipped. The same env's `commands_pre`
+   (what tox runs in the tree before the tests: compiling translations, generating files) is read by
+   `prepare_commands`, for the install to run after installing.
 6. `hatch`: `dependencies` and `extra-dependencies` of the first of HATCH_ENVS in `[tool.hatch.envs]` (strings
    only; `default`'s dependencies when the env has none of its own).
 7. `nox`: string literals of `session.install(...)` calls in the first test session of noxfile.py, read with
@@ -52,7 +54,7 @@ from tracers.install.requirements import (
     split_option,
     strings,
 )
-from tracers.install.tox import tox_deps, tox_factors, tox_lines, tox_test_env
+from tracers.install.tox import tox_commands, tox_factors, tox_lines, tox_setting, tox_test_env
 
 TEST_NAMES = ("test", "tests", "testing")
 FALLBACK_NAME = "dev"
@@ -278,23 +280,41 @@ class Reader:
                     found.append(self.source("requirements", path, self.requirement_file(text, full, 0)))
         return found
 
-    def read_tox(self):
+    def tox_env(self):
+        """(parser, env) of the tox test env (tox.ini, else pyproject's `legacy_tox_ini`, else setup.cfg's
+        `[tox:tox]`), or None."""
         parser, main = self.load_ini("tox.ini"), "tox"
         legacy = self.table("tool", "tox").get("legacy_tox_ini")
         if parser is None and isinstance(legacy, str):
             parser = self.load_ini("pyproject.toml", legacy)
         if parser is None and self.setup_cfg is not None and self.setup_cfg.has_section("tox:tox"):
             parser, main = self.setup_cfg, "tox:tox"
-        if parser is None:
+        env = None if parser is None else tox_test_env(parser, main, self.python)
+        return None if env is None else (parser, env)
+
+    def read_tox(self):
+        found = self.tox_env()
+        if found is None:
             return []
-        env = tox_test_env(parser, main, self.python)
-        if env is None:
-            return []
-        section, text = tox_deps(parser, env)
+        parser, env = found
+        section, text = tox_setting(parser, env, "deps")
         if section is None:
             return []
         lines = tox_lines(text, tox_factors(env, self.python), self.src)
         return [self.source("tox", section, self.requirement_lines(lines, self.src, 0))]
+
+    def prepare_commands(self, venv):
+        """What the repository's CI runs in the tree after installing and before its tests: the tox test env's
+        `commands_pre` (tox.py's `tox_commands`, for the venv at `venv`), as (argv, ignore_errors, text)."""
+        found = self.tox_env()
+        if found is None:
+            return []
+        parser, env = found
+        _, text = tox_setting(parser, env, "commands_pre")
+        bindir = os.path.join(venv, "bin")
+        paths = {"envpython": os.path.join(bindir, "python"), "envbindir": bindir, "envdir": venv}
+        paths["toxinidir"] = self.src
+        return tox_commands(text, tox_factors(env, self.python), paths)
 
     def read_hatch(self):
         envs = self.table("tool", "hatch", "envs")

@@ -19,7 +19,11 @@ The default install, by rules (no per-repository configuration), recorded in `ho
    requirements.relax; the package without extras) -> `minimal` (pytest and the package). The package must
    install for any step to count; when `minimal` fails too, the install fails. A step whose pip command is one
    already tried is skipped.
-3. **Repairs.** `pytest --collect-only -q -p no:cacheprovider` runs in the source copy with the repository's own
+3. **Preparation.** What the repository's CI runs in the tree between installing and testing — its tox test env's
+   `commands_pre` (compiling translation catalogues, generating files the tests read; tracers/install/tox.py) —
+   runs in the source copy with the venv first on PATH, each command recorded (`how.prepared`); one that fails is
+   recorded and the install stands.
+4. **Repairs.** `pytest --collect-only -q -p no:cacheprovider` runs in the source copy with the repository's own
    configuration (and the manifest's `test` arguments); what it reports missing (tracers/install/repair.py: modules,
    plugin options, plugin ini keys) is pip installed and collection runs again, MAX_ROUNDS times at most. A module
    no distribution on the index provides (or whose distribution is the repository itself) is recorded and ends
@@ -38,8 +42,8 @@ A manifest `install` list replaces the default: pytest, then each command under 
 the venv first on PATH (`how.step` is `manifest`, no repairs).
 
 `how` = {"sources": [label], "step": str, "editable": bool | null, "attempts": [{"step", "editable", "ok",
-"error"}], "repairs": [{"round", "modules", "installed", "unresolved", "ok"}], "collected": int | null,
-"notes": [str]}.
+"error"}], "prepared": [{"command", "ok"}], "repairs": [{"round", "modules", "installed", "unresolved", "ok"}],
+"collected": int | null, "notes": [str]}.
 """
 
 import json
@@ -86,6 +90,7 @@ DROP_ORDER = ("requirements", "nox", "tox", "hatch", "uv", "pdm", "poetry", "dep
 MAX_DROPS = 4
 MAX_ROUNDS = 3
 COLLECT_TIMEOUT_S = 60.0
+PREPARE_TIMEOUT_S = 300.0  # one of the repository's own preparation commands (tox commands_pre)
 EDITABLE_FAILED = re.compile(  # pip's words when the editable build itself failed (not a dependency)
     r"'build_editable' hook|cannot be installed in editable mode|setup\.py develop\b[^\n]*(error|fail)"
     r"|(build editable|editable metadata|editable for)\b[^\n]*(did not run successfully|error)",
@@ -199,6 +204,7 @@ def manifest_how():
         "step": "manifest",
         "editable": None,
         "attempts": [],
+        "prepared": [],
         "repairs": [],
         "collected": None,
         "notes": [],
@@ -212,10 +218,12 @@ class DefaultInstall:
         self.runner, self.pip, self.src, self.python, self.test_args = runner, pip, src, python, test_args
         self.package = is_package(src)
         self.sources, self.notes, self.project, self.declared, backend = [], [], "", set(), ""
+        self.commands = []
         try:
             reader = Reader(src, self.package)
             self.sources, self.notes, self.project = reader.sources(), reader.notes, reader.project
             self.declared = reader.declared_names()
+            self.commands = reader.prepare_commands(os.path.dirname(os.path.dirname(python)))
             backend = " ".join(strings(reader.table("build-system").get("requires")))
         except Exception as error:  # a reader's bug costs the sources, never the install
             self.notes = ["sources not read: %s: %s" % (type(error).__name__, error)]
@@ -231,13 +239,27 @@ class DefaultInstall:
             "step": step,
             "editable": self.editable,
             "attempts": self.attempts,
+            "prepared": [],
             "repairs": [],
             "collected": None,
             "notes": self.notes,
         }
         if step is not None:
+            how["prepared"] = self.prepare()
             how["repairs"], how["collected"] = self.repair()
         return step is not None, how
+
+    def prepare(self):
+        """Run what the repository's CI runs in the tree between the install and the tests (its tox test env's
+        `commands_pre`), the venv first on PATH; each as {"command", "ok"} (a failure is recorded, the install
+        stands; one whose exit status tox ignores counts as ok)."""
+        done = []
+        for argv, ignore_errors, text in self.commands:
+            if self.runner.timed_out:
+                break
+            ok = self.runner.run(argv, self.src, timeout=PREPARE_TIMEOUT_S, label=text)[0]
+            done.append({"command": text[:300], "ok": ok or ignore_errors})
+        return done
 
     def released_version(self, backend):
         """The version a build from VCS tags gets here: the project's latest release on the index, else

@@ -1,9 +1,11 @@
-"""tox's test env and its `deps`, read from tox.ini, pyproject's `legacy_tox_ini` or setup.cfg (never run).
+"""tox's test env, its `deps` and its `commands_pre`, read from tox.ini, pyproject's `legacy_tox_ini` or setup.cfg
+(tox itself is never run).
 
 Standard library only.
 """
 
 import re
+import shlex
 
 from tracers.install.requirements import logical_lines
 
@@ -72,15 +74,15 @@ def tox_test_env(parser, main="tox", python=(3, 11)):
     return tests[0] if tests else None
 
 
-def tox_deps(parser, env):
-    """(section label, deps text) of `env`: its own section (generative section names expanded), else
-    [testenv]; (None, "") when neither has deps."""
+def tox_setting(parser, env, key):
+    """(section label, text) of `env`'s `key` (`deps`, `commands_pre`): its own section (generative section names
+    expanded), else [testenv]; (None, "") when neither has it."""
     for section in parser.sections():
         if section.startswith("testenv:") and env in expand_braces(section[len("testenv:") :]):
-            if parser.has_option(section, "deps"):
-                return "testenv:" + env, substitute(parser, parser.get(section, "deps"))
-    if parser.has_option("testenv", "deps"):
-        return "testenv", substitute(parser, parser.get("testenv", "deps"))
+            if parser.has_option(section, key):
+                return "testenv:" + env, substitute(parser, parser.get(section, key))
+    if parser.has_option("testenv", key):
+        return "testenv", substitute(parser, parser.get("testenv", key))
     return None, ""
 
 
@@ -127,4 +129,43 @@ def tox_lines(text, factors, toxinidir):
         line = line.replace("{toxinidir}", toxinidir)
         if line and "{" not in line:
             out.append(line)
+    return out
+
+
+FACTOR_PREFIX = re.compile(r"^([A-Za-z0-9_.!{},-]+)\s*:\s+(.*)$")
+TOX_VARIABLE = re.compile(r"\{(envpython|envbindir|envdir|toxinidir|posargs|env:[A-Za-z_]\w*)(?::([^{}]*))?\}")
+MAX_COMMANDS = 16
+
+
+def tox_commands(text, factors, paths):
+    """The commands of a tox `commands_pre` value for an env with `factors`, as (argv, ignore_errors, text as written,
+    tox's variables unexpanded: the same on every machine): one per
+    line (`\\` continues one), a `factors: command` line kept when its factors match; `{envpython}`,
+    `{envbindir}`, `{envdir}` and `{toxinidir}` from `paths`, `{posargs}` and `{env:NAME}` their defaults (or
+    nothing); a leading `-` (tox: its exit status is ignored) noted. A command left with a `{...}` only tox knows,
+    or that does not split as a shell line, is left out. At most MAX_COMMANDS."""
+
+    def variable(match):
+        name, default = match.group(1), match.group(2)
+        return paths[name] if name in paths else (default or "")
+
+    out = []
+    for line in re.sub(r"\s*\\\r?\n\s*", " ", text).splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = FACTOR_PREFIX.match(line)
+        if match:
+            if not factors_match(match.group(1), factors):
+                continue
+            line = match.group(2).strip()
+        ignore_errors = line.startswith("-")
+        written = line[1:].strip() if ignore_errors else line
+        line = TOX_VARIABLE.sub(variable, written).replace("{/}", "/").replace("{:}", ":")
+        try:
+            argv = shlex.split(line)
+        except ValueError:
+            continue
+        if argv and "{" not in line and len(out) < MAX_COMMANDS:
+            out.append((argv, ignore_errors, written))
     return out

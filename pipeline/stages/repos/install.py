@@ -7,8 +7,9 @@ build reaching for another host) is an `InstallNetworkRefused` failure row of th
 What the install did (tracers/install/step.py: which test requirements it read, which fallback step installed, the
 editable or regular package, the missing modules it repaired after collection) comes back in install.json's
 `how`, untrusted: `read_how` checks every type and size and gives an `InstallHow`. A fallback or a repair that
-was needed is a failure row of its own (`InstallFallback`, `MissingModuleInstalled`, `MissingModuleUnresolved`)
-while the repository's traces still come; an install that fails is one `InstallFailed` or `InstallTimeout` row.
+was needed, or a preparation command of the repository's that failed, is a failure row of its own
+(`InstallFallback`, `MissingModuleInstalled`, `MissingModuleUnresolved`, `PrepareCommandFailed`) while the
+repository's traces still come; an install that fails is one `InstallFailed` or `InstallTimeout` row.
 """
 
 import os
@@ -26,6 +27,7 @@ from pipeline.stages.repos.requests import base_env, read_json, write_request
 from tracers.install.commands import error_summary
 from tracers.install.repair import MAX_MISSING
 from tracers.install.step import MAX_ROUNDS
+from tracers.install.tox import MAX_COMMANDS
 
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 MARGIN_S = 30.0  # of install_timeout_s, kept for the venv, the result file and the sandbox's own start and end
@@ -54,16 +56,27 @@ class Repair:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """One of the repository's own preparation commands (its tox test env's `commands_pre`) and whether it ran
+    through."""
+
+    command: str
+    ok: bool
+
+
+@dataclass(frozen=True)
 class InstallHow:
     """How the install went: the test requirement sources read (labels like `tox:testenv`, in install order),
     the step that installed (`all`, `without:<labels>`, `relaxed`, `minimal`; `manifest` for a manifest
-    `install`), whether the package is an editable install (None: not a package), every pip attempt, the repair
-    rounds, the tests collected at the end (None: unknown), and notes on what the reader skipped."""
+    `install`), whether the package is an editable install (None: not a package), every pip attempt, the
+    repository's preparation commands run after it, the repair rounds, the tests collected at the end (None:
+    unknown), and notes on what the reader skipped."""
 
     sources: tuple[str, ...]
     step: str
     editable: bool | None
     attempts: tuple[Attempt, ...]
+    prepared: tuple[Prepared, ...]
     repairs: tuple[Repair, ...]
     collected: int | None
     notes: tuple[str, ...]
@@ -250,6 +263,16 @@ def report_how(how: InstallHow) -> list[Failure]:
                 f"regular package, so its tests import it from site-packages rather than env/src",
             )
         )
+    for command in how.prepared:
+        if not command.ok:
+            failures.append(
+                Failure(
+                    "install",
+                    "PrepareCommandFailed",
+                    f"the repository's preparation command {command.command!r} (its tox test env's commands_pre) "
+                    f"failed: what it makes for the tests is missing (install.json's steps hold its output)",
+                )
+            )
     for repair in how.repairs:
         found = f"collection (repair round {repair.round}) reported missing"
         if repair.installed:
@@ -346,6 +369,7 @@ _HOW = {
     "step": _step,
     "editable": _optional(_boolean),
     "attempts": _items(_record(Attempt, _ATTEMPT), 32),
+    "prepared": _items(_record(Prepared, {"command": LABEL, "ok": _boolean}), MAX_COMMANDS),
     "repairs": _items(_record(Repair, _REPAIR), MAX_ROUNDS),
     "collected": _optional(_count(0, 10**9)),
     "notes": _items(LABEL, 20),

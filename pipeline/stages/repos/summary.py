@@ -46,6 +46,7 @@ def repo_run_row(
         "install_step": how.step if how else None,
         "install_sources": list(how.sources if how else ()),
         "editable": how.editable if how else None,
+        "install_commands": [f"{c.command}: {'ok' if c.ok else 'failed'}" for c in (how.prepared if how else ())],
         "repaired_modules": repaired,
         "tests_collected": (traced.collected or {}).get("count") if traced is not None else None,
         "tests_passed_untraced": None if baseline is None else sum(o == "passed" for o in baseline.values()),

@@ -11,7 +11,7 @@ import pytest
 from repo_fixtures import write_files
 
 from tracers.install.requirements import relax, relaxed_lines
-from tracers.install.sources import MAX_FILE_BYTES, MAX_LINES, dependency_group, read_sources
+from tracers.install.sources import MAX_FILE_BYTES, MAX_LINES, Reader, dependency_group, read_sources
 from tracers.install.tox import factors_match, tox_envs
 
 PY311 = (3, 11)
@@ -274,6 +274,50 @@ def test_tox_env_sections_setup_cfg_and_legacy_tox_ini(tmp_path):
         {"pyproject.toml": '[tool.tox]\nlegacy_tox_ini = """\n[testenv]\ndeps = hypothesis\n"""\n'},
     )
     assert found == {"tox:testenv": (["hypothesis"], [])}
+
+
+def test_tox_commands_pre_of_the_test_env_as_the_install_runs_them(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "tox.ini": """
+                [tox]
+                envlist = lint, py311
+
+                [testenv]
+                commands_pre =
+                    {[prep]commands}
+                    py310: only-310 --flag
+                    - coverage erase
+                    pybabel compile \\
+                        --directory {toxinidir}/locale {posargs:--quiet}
+                    python -c "import os; print(os.environ.get('X', '{env:X:none}'))"
+                    cp {envsitepackagesdir}/x .
+                    python -c "unbalanced
+                commands = pytest {posargs}
+
+                [prep]
+                commands = {envpython} -m tool {envbindir} {envdir}
+                """
+        },
+    )
+    commands = Reader(str(tmp_path), python=(3, 11)).prepare_commands("/venv")
+    src = os.path.realpath(tmp_path)
+    assert commands == [
+        (["/venv/bin/python", "-m", "tool", "/venv/bin", "/venv"], False, "{envpython} -m tool {envbindir} {envdir}"),
+        (["coverage", "erase"], True, "coverage erase"),
+        (
+            ["pybabel", "compile", "--directory", f"{src}/locale", "--quiet"],
+            False,
+            "pybabel compile --directory {toxinidir}/locale {posargs:--quiet}",
+        ),
+        (
+            ["python", "-c", "import os; print(os.environ.get('X', 'none'))"],
+            False,
+            "python -c \"import os; print(os.environ.get('X', '{env:X:none}'))\"",
+        ),
+    ]  # the py310 line, a variable only tox knows and a line that does not split are left out
+    assert Reader(str(tmp_path / "nothing")).prepare_commands("/venv") == []
 
 
 def test_hatch_test_envs(tmp_path):
