@@ -23,7 +23,7 @@ def add_ablate_arguments(parser: argparse.ArgumentParser) -> None:
         "--size",
         choices=sorted(SIZES),
         default="cpu",
-        help="cpu: the default model, 2 M tokens per variant (about 30 min for four variants on 2 cores); gpu: "
+        help="cpu: the default model, 4 M tokens per variant (about 30 min for four variants on 2 cores); gpu: "
         "~99 M parameters, 1 B tokens per variant, bf16 on --workers GPUs",
     )
     preset = AblationSettings()

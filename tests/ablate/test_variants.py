@@ -69,7 +69,7 @@ def test_two_variants_of_one_name_are_refused():
 
 def test_the_presets_spend_the_token_budget_in_whole_steps():
     cpu = sized("cpu")
-    assert cpu.steps(1024) == 2_000_000 // (16 * 1024)
+    assert cpu.steps(1024) == 4_000_000 // (16 * 1024)
     small = sized("cpu", tokens=10, layers=3)
     assert small.steps(1024) == 1 and small.model == {"layers": 3, "width": 128, "heads": 4}
     gpu = sized("gpu", tokens=None)

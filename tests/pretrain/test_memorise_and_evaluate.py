@@ -24,7 +24,7 @@ def test_training_lowers_the_loss_and_logs_each_step(memorised):
 
 def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memorised, tiny_dataset, tmp_path):
     run, _ = memorised
-    learned = evaluate(run, tiny_dataset, str(tmp_path / "learned.json"), split="all")
+    learned = evaluate(run, tiny_dataset, str(tmp_path / "learned.json"), split="all", per_cut=True)
     untrained_run = train_untrained(run, str(tmp_path / "untrained"))
     untrained = evaluate(untrained_run, tiny_dataset, str(tmp_path / "untrained.json"), split="all")
     assert learned["per_action"].keys() == untrained["per_action"].keys()
@@ -44,6 +44,8 @@ def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memori
         learned["baselines"]["copy"]["per_action"]["step_into"]["state"] < learned["per_action"]["step_into"]["state"]
     )
     assert json.loads((tmp_path / "learned.json").read_text()) == learned
+    assert "cuts" not in untrained  # without per_cut
+    check_per_cut(learned)
 
 
 def test_a_held_out_evaluation_needs_data_packed_with_a_holdout(memorised, tiny_dataset, tmp_path):
@@ -51,8 +53,8 @@ def test_a_held_out_evaluation_needs_data_packed_with_a_holdout(memorised, tiny_
         evaluate(memorised[0], tiny_dataset, str(tmp_path / "r.json"))
 
 
-def test_per_cut_results_name_each_cut_and_add_up_to_the_tables(memorised, tiny_dataset, tmp_path):
-    results = evaluate(memorised[0], tiny_dataset, str(tmp_path / "cuts.json"), split="all", per_cut=True)
+def check_per_cut(results: dict) -> None:
+    """`--per-cut` names every scored cut once, and its hits add up to each predictor's tables."""
     cuts = results["cuts"]
     keys = [(cut["trace_id"], cut["direction"], cut["sample_index"], cut["k"]) for cut in cuts]
     assert len(set(keys)) == len(keys) == sum(row["cuts"] for row in results["per_action"].values())
@@ -66,4 +68,3 @@ def test_per_cut_results_name_each_cut_and_add_up_to_the_tables(memorised, tiny_
                 assert sum(hit[component] for hit in mine) / len(mine) == row[component], (predictor, action)
     inputs = [cut for cut in cuts if cut["view"] == "input"]
     assert len(inputs) == results["input_prediction"]["cuts"]
-    assert "cuts" not in evaluate(memorised[0], tiny_dataset, str(tmp_path / "plain.json"), split="all")
