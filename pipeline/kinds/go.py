@@ -21,6 +21,7 @@ from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument, add_trajectory_arguments
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.go_programs import GoProgram, NotAProgram, directory_digest, discover_programs
+from pipeline.stages.go import GO_TABLES
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.runs import GoSettings, GoTools, program_settings, trace_program
@@ -32,14 +33,7 @@ class GoConfig(SandboxedConfig):
     """What a Go tracing job computes: the sandbox and the Go settings (runs, timeouts, limits, race)."""
 
     kind: ClassVar[str] = "go"
-    tables: ClassVar[tuple[str, ...]] = (
-        "go_programs",
-        "go_runs",
-        "go_traces",
-        "go_next_event",
-        "go_trajectories",
-        "failures",
-    )
+    tables: ClassVar[tuple[str, ...]] = GO_TABLES
     go: GoSettings = field(default_factory=GoSettings)
 
 

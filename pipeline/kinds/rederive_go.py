@@ -24,6 +24,7 @@ from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import find_dataset, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import add_trajectory_arguments
+from pipeline.stages.go import GO_TABLES
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.next_event import next_event_rows
@@ -42,14 +43,7 @@ class RederiveConfig(KindConfig):
     the go_trajectories windows."""
 
     kind: ClassVar[str] = "rederive-go"
-    tables: ClassVar[tuple[str, ...]] = (
-        "go_programs",
-        "go_runs",
-        "go_traces",
-        "go_next_event",
-        "go_trajectories",
-        "failures",
-    )
+    tables: ClassVar[tuple[str, ...]] = GO_TABLES
     max_events: int = 0
     min_prefix_runs: int = 2
     trajectory_window: int = go_trajectories.WINDOW

@@ -7,8 +7,6 @@ functions, as the pytest plugin runs tests: start, call, stop) under `tracers.su
 are small, so that a generator runs past its own budget over its resumes.
 """
 
-import importlib.util
-import io
 import json
 import os
 import sys
@@ -125,36 +123,11 @@ BUDGETS = {"max_events": 60, "max_entries_per_function_per_test": 5}
 def main(argv):
     """`generator_programs.py BACKEND WORKDIR`: TESTS traced, the stream and the interpreter's version as JSON."""
     backend, workdir = argv
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-    from tracers.suite.entry_monitoring import MonitoringEntryTracer
-    from tracers.suite.entry_tracer import EntryTracer
-    from tracers.suite.pytest_plugin import Sink, header
-    from tracers.suite.repo_code import PathFilter
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from entry_harness import trace_tests
 
-    root = os.path.join(workdir, "repo")
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, "mod.py"), "w") as handle:
-        handle.write(MODULE)
-    spec = importlib.util.spec_from_file_location("mod", os.path.join(root, "mod.py"))
-    module = importlib.util.module_from_spec(spec)
-    buffer = io.StringIO()
-    sink = Sink(buffer, 1 << 30)
-    header(sink, BUDGETS, backend)
-    cls = MonitoringEntryTracer if backend == "monitoring" else EntryTracer
-    tracer = cls(sink, PathFilter([root], ["**/*.py"], []), BUDGETS)
-    spec.loader.exec_module(module)
-    for nodeid, test in TESTS:
-        sink.obj(type="test", nodeid=nodeid)
-        tracer.start()
-        try:
-            test(module)
-        except Exception:
-            pass
-        finally:
-            tracer.stop()
-        sink.obj(type="test_end", nodeid=nodeid, outcome="passed", message=None)
-    tracer.close()
-    json.dump({"stream": buffer.getvalue(), "version": list(sys.version_info[:2])}, sys.stdout)
+    stream, _ = trace_tests(backend, workdir, MODULE, TESTS, BUDGETS)
+    json.dump({"stream": stream, "version": list(sys.version_info[:2])}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,6 @@ per-test budgets make later tests run functions past their budget, and some test
 at all, so what the monitoring backend turns off (and on again) is exercised.
 """
 
-import importlib.util
-import io
 import json
 import os
 import sys
@@ -165,41 +163,28 @@ def main(argv):
     hostile = argv[0] == "hostile"
     backend, workdir = argv[-2:]
     bypass = sys.monitoring.set_events if hasattr(sys, "monitoring") else None  # before any guard is installed
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-    from tracers.suite.entry_monitoring import MonitoringEntryTracer
-    from tracers.suite.entry_tracer import EntryTracer
-    from tracers.suite.pytest_plugin import Sink, header
-    from tracers.suite.repo_code import PathFilter
-    from tracers.trace.monitoring_tools import add_refusal_listener
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from entry_harness import trace_tests
 
-    root = os.path.join(workdir, "repo")
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, "mod.py"), "w") as handle:
-        handle.write(MODULE)
-    spec = importlib.util.spec_from_file_location("mod", os.path.join(root, "mod.py"))
-    module = importlib.util.module_from_spec(spec)
-    buffer = io.StringIO()
-    sink = Sink(buffer, 1 << 30)
-    header(sink, BUDGETS, backend)
-    cls = MonitoringEntryTracer if backend == "monitoring" else EntryTracer
-    tracer = cls(sink, PathFilter([root], ["**/*.py"], []), {} if hostile else BUDGETS)
     refused = []
-    add_refusal_listener(lambda name, tool: refused.append([name, tool]))
-    module.BYPASS = bypass
-    spec.loader.exec_module(module)  # after the tracer exists, as a suite's imports come after the plugin's
-    for nodeid, test in HOSTILE_TESTS if hostile else TESTS:
-        sink.obj(type="test", nodeid=nodeid)
-        tracer.start(0.0 if nodeid == "test_halted" else None)
-        try:
-            test(module)
-        except Exception:
-            pass
-        finally:
-            intact = tracer.stop()
-        sink.obj(type="test_end", nodeid=nodeid, outcome="passed", message=None, intact=intact)
-    tracer.close()
+
+    def before_import(tracer, module):
+        from tracers.trace.monitoring_tools import add_refusal_listener
+
+        add_refusal_listener(lambda name, tool: refused.append([name, tool]))
+        module.BYPASS = bypass
+
+    stream, tracer = trace_tests(
+        backend,
+        workdir,
+        MODULE,
+        HOSTILE_TESTS if hostile else TESTS,
+        {} if hostile else BUDGETS,
+        record_s=lambda nodeid: 0.0 if nodeid == "test_halted" else None,
+        before_import=before_import,
+    )
     json.dump(
-        {"stream": buffer.getvalue(), "events": tracer.n_events, "entries": tracer.n_entries, "refused": refused},
+        {"stream": stream, "events": tracer.n_events, "entries": tracer.n_entries, "refused": refused},
         sys.stdout,
     )
 
