@@ -39,7 +39,7 @@ def add_ablate_arguments(parser: argparse.ArgumentParser) -> None:
         ("layers", int, "transformer blocks"),
         ("width", int, "model width"),
         ("heads", int, "attention heads"),
-        ("eval-cuts", int, "held-out cuts each variant's final evaluation scores"),
+        ("eval-trajectories", int, "held-out trajectories each variant's final evaluation walks"),
         ("curve-points", int, "learning-curve points per variant (0: none)"),
         ("curve-cuts", int, "held-out cuts each learning-curve point scores"),
         ("workers", int, "Ray Train workers (CPU processes, or GPUs with --size gpu)"),
@@ -53,7 +53,7 @@ def run_ablate(args: argparse.Namespace) -> int:
     from pipeline.ablate.compare import compare, markdown
     from pipeline.ablate.run import Ablation
 
-    names = ("tokens", "seq_len", "global_batch_size", "lr", "warmup_steps", "eval_cuts", "curve_points")
+    names = ("tokens", "seq_len", "global_batch_size", "lr", "warmup_steps", "eval_trajectories", "curve_points")
     names += ("curve_cuts", "workers", "layers", "width", "heads")
     settings = sized(args.size, holdout=args.holdout, seed=args.seed, **{name: getattr(args, name) for name in names})
     variants = parse_variants(args.variant, settings.seq_len)

@@ -10,7 +10,8 @@ For each variant (pipeline/ablate/variants.py), from the traces of DATASET — n
 3. `tracegen pretrain` of the same model with the same seed for the same number of *tokens* (steps = tokens ÷
    (global batch × seq_len)), with a learning curve on its evaluation trajectories (`--eval-every`); one CPU
    worker trains in this process (`Ablation.train`);
-4. `tracegen evaluate --per-cut` on the held-out sources of its evaluation trajectories.
+4. `tracegen evaluate --per-cut` on the first `eval_trajectories` held-out trajectories of its evaluation data
+   (the same trajectories for every variant, whatever each one's context fits).
 Data made once serves every variant that needs it (OUT/data/trajectories-HASH, OUT/data/packed-HASH, by their
 configs' hashes); each variant's run is OUT/runs/NAME and its results OUT/results/NAME.json. Everything resumes:
 the jobs skip their finished units, a run its checkpoints, an evaluation whose results are at the run's last step.
@@ -142,7 +143,8 @@ class Ablation:
                 config.out,
                 data.evaluation,
                 path,
-                max_cuts=settings.eval_cuts,
+                max_cuts=1 << 62,
+                max_trajectories=settings.eval_trajectories,
                 max_new_tokens=settings.max_new_tokens,
                 per_cut=True,
             )

@@ -20,7 +20,7 @@ class AblationSettings:
     lr: float = 3e-3
     warmup_steps: int = 20
     model: dict = field(default_factory=lambda: {"layers": 2, "width": 128, "heads": 4})
-    eval_cuts: int = 600  # cuts the final table scores per variant (the common ones are compared)
+    eval_trajectories: int = 300  # held-out trajectories each variant's final evaluation walks (the same for all)
     curve_points: int = 4  # learning-curve points per variant (the last at the last step)
     curve_cuts: int = 100  # cuts each learning-curve point scores
     max_new_tokens: int = 256
@@ -34,7 +34,8 @@ class AblationSettings:
                 f"--holdout must be a fraction in (0, 1): the variants are scored on held-out sources, "
                 f"got {self.holdout!r}"
             )
-        for name in ("tokens", "seq_len", "global_batch_size", "eval_cuts", "curve_cuts", "max_new_tokens", "workers"):
+        positive = ("tokens", "seq_len", "global_batch_size", "eval_trajectories", "curve_cuts", "max_new_tokens")
+        for name in (*positive, "workers"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value!r}")
@@ -58,7 +59,7 @@ SIZES = {
         lr=6e-4,
         warmup_steps=300,
         model={"layers": 14, "width": 768, "heads": 12},
-        eval_cuts=4000,
+        eval_trajectories=2000,
         curve_points=10,
         curve_cuts=1000,
         gpu=True,

@@ -102,6 +102,12 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="the results JSON file")
     parser.add_argument("--split", choices=EVALUATION_SPLITS, default="heldout", help="held-out sources only, or all")
     parser.add_argument("--max-cuts", type=int, default=2000, help="cut points scored at most")
+    parser.add_argument(
+        "--max-trajectories",
+        type=int,
+        default=None,
+        help="walk the first N trajectories of the split, whatever fits (models with other contexts walk the same)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens decoded per predicted state")
     parser.add_argument("--max-rollouts", type=int, default=200, help="Go trajectory windows rolled out at most")
     parser.add_argument(
@@ -150,6 +156,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         max_rollouts=args.max_rollouts,
         seed=args.seed,
         per_cut=args.per_cut,
+        max_trajectories=args.max_trajectories,
     )
     print(results_table(results))
     print(f"results -> {args.out}")

@@ -241,15 +241,23 @@ def score_trajectory(
 
 
 def score_cuts(
-    model: Model, data: str, split: str, max_cuts: int, max_new_tokens: int, cuts: CutLog | None = None
+    model: Model,
+    data: str,
+    split: str,
+    max_cuts: int,
+    max_new_tokens: int,
+    cuts: CutLog | None = None,
+    max_trajectories: int | None = None,
 ) -> tuple[dict[str, Board], int, int]:
     """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
-    trajectory starts with `max_cuts` cuts scored (so the same arguments always score the same cuts); with the
-    number of trajectories scored and of cuts skipped because their prompt does not fit. `cuts` gets each cut."""
+    trajectory starts with `max_cuts` cuts scored, or `max_trajectories` were walked (so the same arguments always
+    score the same cuts; with `max_trajectories`, models whose contexts fit different cuts walk the same
+    trajectories); with the number of trajectories walked and of cuts skipped because their prompt does not fit.
+    `cuts` gets each cut."""
     boards = {name: Board() for name in ("model", *BASELINES)}
     trajectories = skipped = 0
     for row in table_rows(data, "trajectories", ["source_id", "text", *CUT_KEY]):
-        if sum(boards["model"].scorer.cuts.values()) >= max_cuts:
+        if sum(boards["model"].scorer.cuts.values()) >= max_cuts or trajectories == max_trajectories:
             break
         if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
             continue
@@ -272,6 +280,7 @@ def evaluate(
     max_rollouts: int = 200,
     seed: int = 0,
     per_cut: bool = False,
+    max_trajectories: int | None = None,
 ) -> dict:
     """Score the run's newest checkpoint on `data`; writes and returns the results (see the module doc); with
     `per_cut`, the results' `cuts` list each cut's key and hits (`CutLog`)."""
@@ -285,7 +294,7 @@ def evaluate(
             f"--holdout 0.1 and train on that, or evaluate with --split all"
         )
     cuts = CutLog() if per_cut else None
-    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens, cuts)
+    boards, trajectories, skipped = score_cuts(model, data, split, max_cuts, max_new_tokens, cuts, max_trajectories)
     results = {
         "run": os.path.abspath(run),
         "step": model.step,
