@@ -3,8 +3,8 @@
     tracegen pack --data DATASET --out PACKED --seq-len N [--tokenizer bytes|bpe] [--vocab-size V] [--loss states|all]
                   [--unit-mb MB]
 
-The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on every trajectory's text, read through
-the source manifest) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
+The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on the trajectories' text of the sources not
+held out, read through the source manifest — every k-th shard past BPE_SAMPLE_BYTES: `bpe_sample`) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
 (with the `traces` shards of the same source unit, for each trajectory's source kind) and one per Go
 unit (its `go_next_event`, `go_trajectories`, `go_runs` and `go_programs` shards); in a compacted dataset,
 one per compacted group instead (a group holds whole units, all their tables: pipeline/engine/compaction/);
@@ -53,6 +53,7 @@ GO_TABLES = ("go_next_event", "go_trajectories", "go_runs", "go_programs")
 BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_runs is read RUN_BATCH at a time)
 RUN_BATCH = 8
 MIB = 1 << 20
+BPE_SAMPLE_BYTES = 64 * MIB  # Parquet (zstd) bytes of trajectories a BPE reads, ~5x that in text: bpe_sample
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ class PackKind(JobKind[PackConfig]):
             return bytes_tokenizer()
         texts = (
             row["text"]
-            for row in shard_rows(dataset.uri, dataset.paths("trajectories"), ["source_id", "text"])
+            for row in shard_rows(dataset.uri, bpe_sample(dataset.shards("trajectories")), ["source_id", "text"])
             if not is_heldout(row["source_id"], config.holdout)
         )
         return train_bpe(texts, config.vocab_size)
@@ -302,6 +303,15 @@ class PackKind(JobKind[PackConfig]):
         runs = shard_rows(root, shards["go_runs"], ["program_id", "run_index", "events"], batch_rows=RUN_BATCH)
         examples = GoExamples(tokenizer, config.packing.seq_len, skipped).load(sources, runs, needed)
         return chain(examples.documents(rows), trajectory_documents(examples, windows))
+
+
+def bpe_sample(shards: list[dict]) -> list[str]:
+    """The trajectories shards a BPE is trained on: every k-th, in manifest order, so that about BPE_SAMPLE_BYTES
+    of Parquet are read (all of them when they are fewer): the merges of a few hundred MB of trajectories are those of
+    the whole corpus, and a corpus of 100 GB would otherwise hold the driver for hours."""
+    total = sum(shard["bytes"] for shard in shards)
+    stride = max(1, -(-total // BPE_SAMPLE_BYTES))
+    return [shard["path"] for shard in shards[::stride]]
 
 
 def _exact_rows(root: str, paths: tuple[str, ...], columns: list[str]) -> Iterator[list[dict]]:

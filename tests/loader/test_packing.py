@@ -9,6 +9,7 @@ from loader_helpers import document_pieces, pack
 
 from pipeline.debugger.language import ACTIONS, ENDS, EVENT_TOKENS, FRAME_SEP, TRACE_END, parse
 from pipeline.engine.reader import table_rows
+from pipeline.kinds.pack import MIB, bpe_sample
 from pipeline.loader import load_tokenizer
 
 STATE_STARTS = (*EVENT_TOKENS.values(), *ENDS.values())
@@ -81,6 +82,17 @@ def test_a_bpe_packing_gives_the_documents_back_exactly_too(python_dataset, traj
     out = pack(python_dataset, str(tmp_path / "bpe"), 512, tokenizer="bpe", vocab_size=600)
     assert load_tokenizer(out).vocab_size == 600
     _check_documents_come_back(out, trajectories)
+
+
+def test_a_bpe_reads_every_kth_shard_of_a_large_corpus_and_all_of_a_small_one():
+    def shards(sizes: list[int]) -> list[dict]:
+        return [{"path": f"trajectories/part-{i:05d}-0000.parquet", "bytes": size} for i, size in enumerate(sizes)]
+
+    small = shards([MIB] * 10)
+    assert bpe_sample(small) == [shard["path"] for shard in small]
+    large = shards([32 * MIB] * 7)  # 224 MiB: every 4th of them
+    assert bpe_sample(large) == [large[i]["path"] for i in (0, 4)]
+    assert bpe_sample([]) == []
 
 
 def test_packing_the_same_data_again_writes_the_same_shards(python_dataset, packed, tmp_path):
