@@ -4,13 +4,13 @@
                   [--unit-mb MB]
 
 The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on the trajectories' text of the sources not
-held out, read through the source manifest — every k-th shard past BPE_SAMPLE_BYTES: `bpe_sample`) and saved beside the output as `tokenizer.json`. One unit per `trajectories` shard
-(with the `traces` shards of the same source unit, for each trajectory's source kind) and one per Go
-unit (its `go_next_event`, `go_trajectories`, `go_runs` and `go_programs` shards); in a compacted dataset,
-one per compacted group instead (a group holds whole units, all their tables: pipeline/engine/compaction/);
-each writes `packed` rows (schemas/packed.py). A unit's fingerprint is its shards' sha256s and the tokenizer's,
-so re-packing an edited dataset re-runs exactly the shards that changed (all of them when a retrained BPE
-differs).
+held out, read through the source manifest — every k-th shard past BPE_SAMPLE_BYTES: `bpe_sample`) and saved beside
+the output as `tokenizer.json`. One unit per `trajectories` shard (with the `traces` shards of the same source unit,
+for each trajectory's source kind) and one per Go unit (its `go_next_event`, `go_trajectories`, `go_runs` and
+`go_programs` shards); in a compacted dataset, one per compacted group instead (a group holds whole units, all their
+tables: pipeline/engine/compaction/); each writes `packed` rows (schemas/packed.py). A unit's fingerprint is its
+shards' sha256s and the tokenizer's, so re-packing an edited dataset re-runs exactly the shards that changed (all of
+them when a retrained BPE differs).
 
 A trajectories unit whose shards hold more than `--unit-mb` MiB (uncompressed, as their Parquet footers count
 it: a compacted 512 MiB file, a large suite's shard) is split into *pieces*, each a contiguous run of row groups
