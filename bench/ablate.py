@@ -46,7 +46,7 @@ VARIANTS = (
     "full_locals=--full-locals",
     "loss_all=--loss all",
     "per_trace_8=--per-trace 8",
-    "bpe=--tokenizer bpe --vocab-size 2048",
+    "bytes=--tokenizer bytes",
 )
 
 

@@ -17,7 +17,7 @@ def add_ablate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=OPTIONS",
         help="a variant beside the base (repeat): its options of tracegen trajectories (--seed --per-trace "
         "--full-locals --directions), pack (--seq-len --tokenizer --vocab-size --loss) and pretrain (--go-objective "
-        "--go-balance), e.g. --variant 'full=--full-locals' --variant 'bpe=--tokenizer bpe --vocab-size 1024'",
+        "--go-balance), e.g. --variant 'full=--full-locals' --variant 'bytes=--tokenizer bytes'",
     )
     parser.add_argument(
         "--size",

@@ -5,7 +5,7 @@
     loss_all=--loss all                    --directions; tracegen pack's: --seq-len --tokenizer --vocab-size
     per_trace_8=--per-trace 8              --loss; tracegen pretrain's Go objective: --go-objective
     forward_only=--directions forward      --go-balance)
-    bpe=--tokenizer bpe --vocab-size 1024
+    bytes=--tokenizer bytes
 
 What stays the same across variants is the ablation's, never a variant's: the traces, the held-out sources, the
 model, the seed and the token budget (pipeline/ablate/settings.py). A variant's options are parsed by the same

@@ -1,6 +1,6 @@
 """The packing kind: a dataset's trajectories and Go examples, tokenized and packed into fixed-length samples.
 
-    tracegen pack --data DATASET --out PACKED --seq-len N [--tokenizer bytes|bpe] [--vocab-size V] [--loss states|all]
+    tracegen pack --data DATASET --out PACKED --seq-len N [--tokenizer bpe|bytes] [--vocab-size V] [--loss states|all]
                   [--unit-mb MB]
 
 The tokenizer is made on the driver (`bytes`: fixed; `bpe`: trained on the trajectories' text of the sources not
@@ -67,8 +67,8 @@ class PackConfig(KindConfig):
     kind: ClassVar[str] = "pack"
     tables: ClassVar[tuple[str, ...]] = ("packed", "contaminated", "failures")
     packing: PackSettings = field(default_factory=PackSettings)
-    tokenizer: str = "bytes"
-    vocab_size: int = 8192
+    tokenizer: str = "bpe"  # bench/RESULTS.md "Ablations": 6.6x the bytes' held-out state exact match per token
+    vocab_size: int = 2048
     holdout: float = 0.0
     unit_mb: int = 256
     decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
@@ -89,7 +89,9 @@ class PackConfig(KindConfig):
 def add_format_arguments(parser: argparse.ArgumentParser) -> None:
     """What the samples look like: their length, the tokenizer and the loss mask (also an ablation's variants')."""
     parser.add_argument("--seq-len", type=int, default=PackSettings.seq_len, help="tokens per sample")
-    parser.add_argument("--tokenizer", choices=MODES, default="bytes", help="bytes (default) or a BPE trained here")
+    parser.add_argument(
+        "--tokenizer", choices=MODES, default=PackConfig.tokenizer, help="a BPE trained here (default) or bytes"
+    )
     parser.add_argument("--vocab-size", type=int, default=PackConfig.vocab_size, help="BPE vocabulary size")
     parser.add_argument(
         "--loss", choices=LOSS_MODES, default="states", help="states: predicted states only (default); all tokens"

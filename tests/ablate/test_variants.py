@@ -24,10 +24,10 @@ def test_each_option_reaches_the_stage_that_defines_it():
 
 
 def test_the_base_is_every_default_at_the_ablations_sample_length():
-    base, other = parse_variants(["bpe=--tokenizer bpe"], 512)
+    base, other = parse_variants(["bytes=--tokenizer bytes"], 512)
     assert base.name == BASE and base.options == "" and base.seq_len == 512
-    assert base.sampling == parse_variant("x", 512).sampling and base.pack["tokenizer"] == "bytes"
-    assert other.seq_len == 512 and other.pack["tokenizer"] == "bpe"
+    assert base.sampling == parse_variant("x", 512).sampling and base.pack["tokenizer"] == "bpe"
+    assert other.seq_len == 512 and other.pack["tokenizer"] == "bytes"
 
 
 def test_every_variant_is_scored_on_the_base_sampling_written_in_its_own_format():

@@ -45,7 +45,7 @@ def test_a_killed_ray_train_run_resumes_at_its_checkpoint_on_the_uninterrupted_c
     run_job(
         FunctionsKind(), str(corpus), FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1)), traced
     )
-    run_job(PackKind(), traced, PackConfig(packing=PackSettings(seq_len=256)), packed)
+    run_job(PackKind(), traced, PackConfig(packing=PackSettings(seq_len=256), tokenizer="bytes"), packed)
 
     reference = tmp_path / "reference"
     config = TrainConfig(data=packed, out=str(reference), **SETTINGS)

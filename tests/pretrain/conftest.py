@@ -30,8 +30,9 @@ def tiny_dataset(tmp_path_factory, ray_local) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_packed(tiny_dataset, tmp_path_factory) -> str:
+    """The tiny dataset in bytes: a BPE trained on a few functions packs them into fewer samples than a batch."""
     out = str(tmp_path_factory.mktemp("pretrain-packed") / "packed")
-    run_job(PackKind(), tiny_dataset, PackConfig(packing=PackSettings(seq_len=SEQ_LEN)), out)
+    run_job(PackKind(), tiny_dataset, PackConfig(packing=PackSettings(seq_len=SEQ_LEN), tokenizer="bytes"), out)
     return out
 
 

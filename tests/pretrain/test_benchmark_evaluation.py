@@ -57,7 +57,12 @@ def memorised_run(benchmark_file, tmp_path_factory, ray_local) -> str:
     base = tmp_path_factory.mktemp("benchmark-run")
     config = FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1, policy=ASKED))
     run_job(FunctionsKind(), benchmark_file, config, str(base / "data"))
-    run_job(PackKind(), str(base / "data"), PackConfig(packing=PackSettings(seq_len=256)), str(base / "packed"))
+    run_job(
+        PackKind(),
+        str(base / "data"),
+        PackConfig(packing=PackSettings(seq_len=256), tokenizer="bytes"),
+        str(base / "packed"),
+    )
     train(str(base / "packed"), str(base / "run"), 200, warmup_steps=10, weight_decay=0.0, log_every=50)
     return str(base / "run")
 
