@@ -45,22 +45,35 @@ CHATTY = fixtures._plain(
 )
 
 
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory):
-    origin = tmp_path_factory.mktemp("origins") / "chatty"
-    fixtures.make_repo(origin, CHATTY)
-    spec = RepoSpec(name="chatty", url=str(origin), ref="main", timeout_s=300, test_timeout_s=30)
+# Quiet tests, then one whose output alone fills the budget: it is the suite's last test, so nothing is left to run.
+CHATTY_LAST = fixtures._plain(
+    CHATTY["lib/code.py"],
+    "from lib.code import accumulate\n\n"
+    + "\n\n".join(f"def test_quiet_{i}():\n    assert accumulate(3) == 3\n" for i in range(3))
+    + "\n\ndef test_z_chatty():\n    assert accumulate(6000) == 17997000\n",
+)
+
+
+def trace_small_budget(tmp_path_factory, name: str, files: dict):
+    """trace-repos' trace of `files` as a repository, with a trace output budget of 600 KB."""
+    origin = tmp_path_factory.mktemp("origins") / name
+    fixtures.make_repo(origin, files)
+    spec = RepoSpec(name=name, url=str(origin), ref="main", timeout_s=300, test_timeout_s=30)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(suite_run, "MAX_OUTPUT_BYTES", 600_000)
-        output = trace_repo(
+        return trace_repo(
             spec,
             make_sandbox("bwrap"),
             GitCache(str(tmp_path_factory.mktemp("git"))),
             RepoTraceSettings(max_events=100_000, parity=False),
-            "repo-0-chatty",
+            f"repo-0-{name}",
             pip_cache=PIP_CACHE,
         )
-    return output
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    return trace_small_budget(tmp_path_factory, "chatty", CHATTY)
 
 
 def test_no_test_is_blamed_for_a_full_output(traced):
@@ -98,3 +111,29 @@ def test_every_run_together_ends_within_about_twice_timeout_s(startup_s):
         if budget.left_s() < suite_run.MIN_ATTEMPT_S:
             break
     assert total <= 2 * 20.0 + suite_run.MIN_ATTEMPT_S
+
+
+def test_a_full_output_at_the_last_test_starts_no_run_of_nothing(tmp_path_factory):
+    """Before, the suite stopped after its last test too and the host ran "the tests left" (none): pytest collected
+    nothing, exit 5, and a repository that traced every test got a `NoTests` failure."""
+    output = trace_small_budget(tmp_path_factory, "chatty_last", CHATTY_LAST)
+    assert output.rows("failures") == []
+    counter = output.counters["trace"]
+    assert (counter.n_in, counter.n_out) == (4, 4)
+    assert {row["test_id"] for row in output.rows("traces")} >= {"tests/test_lib.py::test_z_chatty"}
+    assert [row["restarts"] for row in output.rows("repo_runs")] == [0]
+
+
+def test_a_last_test_that_ends_its_runner_starts_no_run_of_nothing(tmp_path_factory):
+    """The same for the suite's last test ending pytest itself: it is named, and no empty rerun follows."""
+    files = fixtures._plain(
+        CHATTY["lib/code.py"],
+        "import os\n\nfrom lib.code import accumulate\n\n"
+        "def test_quiet():\n    assert accumulate(3) == 3\n\n\n"
+        "def test_z_exit():\n    accumulate(2)\n    os._exit(0)\n",
+    )
+    output = trace_small_budget(tmp_path_factory, "exit_last", files)
+    failures = output.rows("failures")
+    assert [row["error_type"] for row in failures if row["error_type"] in ("NoTests", "Interrupted")] == []
+    assert any("tests/test_lib.py::test_z_exit" in row["message"] for row in failures), failures
+    assert [row["restarts"] for row in output.rows("repo_runs")] == [0]

@@ -221,7 +221,8 @@ class TracePlugin:
         self.sink.obj(type="test_end", nodeid=nodeid, outcome=self._outcome, message=self._message)
         self.sink.flush()
         self.current = None
-        if self.sink.full and self.trace and self.session is not None and self.stopped is None:
+        left = self.n_collected is None or self.n_tests < self.n_collected  # none after the last: nothing to rerun
+        if self.sink.full and left and self.trace and self.session is not None and self.stopped is None:
             self.stopped = "max_output_bytes"  # the tests left run in a fresh sandbox, with a fresh budget
             self.session.shouldstop = "tracegen: the trace output reached its byte budget"
 

@@ -198,7 +198,8 @@ def run_suite(
             stopped = interrupted(part, outcome)
             full = stopped is None and output_full(part)
             merge(stream, part)
-            if (stopped is None and not full) or attempt == MAX_RESTARTS or budget.left_s() < MIN_ATTEMPT_S:
+            last = attempt == MAX_RESTARTS or budget.left_s() < MIN_ATTEMPT_S or not tests_left(stream, stopped)
+            if (stopped is None and not full) or last:
                 break
             if stopped is not None:
                 stream.interrupted.append(stopped)
@@ -316,6 +317,13 @@ def interrupted(part: ParsedStream, outcome: SandboxResult) -> dict | None:
         return {"nodeid": nodeid, "error_type": "TestHung", "cause": str(part.end.get("reason"))[:500]}
     cause = f"the run ended while it was running ({outcome.describe()}): the test killed its runner or pytest"
     return {"nodeid": nodeid, "error_type": "RunInterrupted", "cause": cause}
+
+
+def tests_left(stream: ParsedStream, stopped: dict | None) -> bool:
+    """Whether the suite has collected tests that no run has reached (a run of none collects nothing: exit 5)."""
+    count = (stream.collected or {}).get("count")
+    reached = {test.nodeid for test in stream.tests} | {test["nodeid"] for test in stream.interrupted}
+    return count is None or len(reached | ({stopped["nodeid"]} if stopped else set())) < count
 
 
 def output_full(part: ParsedStream) -> bool:
