@@ -171,7 +171,9 @@ def pack_in_process(data: str, out: str, seq_len: int, unit_mb: int) -> dict:
     job.start_ray = lambda *_: None
     job.run_units = run_units
     sizing = {"unit_mb": unit_mb} if "unit_mb" in PackConfig.__dataclass_fields__ else {}  # 3fc10f9 has none
-    config = PackConfig(packing=PackSettings(seq_len=seq_len), **sizing)
+    # Bytes: what is measured is the units' streaming; the driver's BPE training reads a bounded sample of its own
+    # (`bpe_sample`), and in process its text would count in this peak.
+    config = PackConfig(packing=PackSettings(seq_len=seq_len), tokenizer="bytes", **sizing)
     return job.run_job(PackKind(), data, config, out, compaction=CompactionSettings(mode="never"))
 
 
