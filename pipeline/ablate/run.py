@@ -143,7 +143,7 @@ class Ablation:
                 config.out,
                 data.evaluation,
                 path,
-                max_cuts=1 << 62,
+                max_cuts=None,
                 max_trajectories=settings.eval_trajectories,
                 max_new_tokens=settings.max_new_tokens,
                 per_cut=True,

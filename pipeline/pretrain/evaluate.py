@@ -244,20 +244,21 @@ def score_cuts(
     model: Model,
     data: str,
     split: str,
-    max_cuts: int,
+    max_cuts: int | None,
     max_new_tokens: int,
     cuts: CutLog | None = None,
     max_trajectories: int | None = None,
 ) -> tuple[dict[str, Board], int, int]:
     """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
-    trajectory starts with `max_cuts` cuts scored, or `max_trajectories` were walked (so the same arguments always
-    score the same cuts; with `max_trajectories`, models whose contexts fit different cuts walk the same
-    trajectories); with the number of trajectories walked and of cuts skipped because their prompt does not fit.
-    `cuts` gets each cut."""
+    trajectory starts with `max_cuts` cuts scored (None: no bound), or `max_trajectories` were walked (so the same
+    arguments always score the same cuts; with `max_trajectories`, models whose contexts fit different cuts walk the
+    same trajectories); with the number of trajectories walked and of cuts skipped because their prompt does not
+    fit. `cuts` gets each cut."""
     boards = {name: Board() for name in ("model", *BASELINES)}
     trajectories = skipped = 0
     for row in table_rows(data, "trajectories", ["source_id", "text", *CUT_KEY]):
-        if sum(boards["model"].scorer.cuts.values()) >= max_cuts or trajectories == max_trajectories:
+        scored = sum(boards["model"].scorer.cuts.values())
+        if (max_cuts is not None and scored >= max_cuts) or trajectories == max_trajectories:
             break
         if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
             continue
@@ -274,7 +275,7 @@ def evaluate(
     out: str,
     *,
     split: str = "heldout",
-    max_cuts: int = 2000,
+    max_cuts: int | None = 2000,
     max_new_tokens: int = 256,
     device: str | None = None,
     max_rollouts: int = 200,
