@@ -7,7 +7,13 @@ RUN_STAMP := $(VENV)/.run-stamp
 TEST_STAMP := $(VENV)/.test-stamp
 OUT ?= out
 
-.PHONY: run test lint prereqs-run prereqs-test clean
+# The suite on every core (pytest-xdist), unbuffered so an interrupted run shows where it was, with the slowest
+# tests listed at the end. The quick lane leaves out what starts Ray, Docker or a cluster (markers set in
+# tests/conftest.py): the tests a developer runs while iterating.
+PYTEST := PYTHONUNBUFFERED=1 $(PY) -m pytest -n auto --durations=15
+QUICK := not ray and not docker and not cluster and not slow
+
+.PHONY: run test test-quick lint prereqs-run prereqs-test clean
 
 prereqs-run:
 	@scripts/prereqs.sh run
@@ -38,7 +44,10 @@ lint: $(TEST_STAMP)
 
 test: prereqs-test $(TEST_STAMP) lint
 	cd go_harness && go test ./...
-	$(PY) -m pytest -q
+	$(PYTEST) -q
+
+test-quick: prereqs-run $(TEST_STAMP)
+	$(PYTEST) -q -m "$(QUICK)"
 
 clean:
 	rm -rf $(OUT) $(VENV)

@@ -38,3 +38,17 @@ def ray_local():
     start_ray(None, 2)
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark what each test needs, so the quick lane (`make test-quick`) can leave out the slow machinery: `ray`
+    (an embedded Ray, through the `ray_local` fixture), `docker` (a Docker engine), `cluster` (a Ray cluster
+    started by the test). A module whose tests start jobs some other way marks itself `slow`."""
+    for item in items:
+        needs = set(item.fixturenames)
+        if "ray_local" in needs:
+            item.add_marker(pytest.mark.ray)
+        if needs & {"docker_client", "docker_sandbox"} or "docker" in item.nodeid:
+            item.add_marker(pytest.mark.docker)
+        if "cluster" in item.path.relative_to(ROOT / "tests").parts[:1]:
+            item.add_marker(pytest.mark.cluster)

@@ -4,6 +4,7 @@ one trajectory per trace and direction) packed by the real packing job, and a mo
 import json
 
 import pytest
+from built_once import built_once
 
 from pipeline.engine.job import run_job
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
@@ -20,20 +21,23 @@ SEQ_LEN = 256
 
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory, ray_local) -> str:
-    corpus = tmp_path_factory.mktemp("pretrain-corpus") / "functions.jsonl"
-    corpus.write_text("".join(json.dumps(record) + "\n" for record in RECORDS))
-    out = str(tmp_path_factory.mktemp("pretrain-data") / "out")
-    config = FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1))
-    run_job(FunctionsKind(), str(corpus), config, out)
-    return out
+    def build(root):
+        (root / "functions.jsonl").write_text("".join(json.dumps(record) + "\n" for record in RECORDS))
+        config = FunctionsConfig(sandbox="process", sampling=SamplingSettings(per_trace=1))
+        run_job(FunctionsKind(), str(root / "functions.jsonl"), config, str(root / "out"))
+
+    return str(built_once(tmp_path_factory, "pretrain-data", build) / "out")
 
 
 @pytest.fixture(scope="session")
 def tiny_packed(tiny_dataset, tmp_path_factory) -> str:
     """The tiny dataset in bytes: a BPE trained on a few functions packs them into fewer samples than a batch."""
-    out = str(tmp_path_factory.mktemp("pretrain-packed") / "packed")
-    run_job(PackKind(), tiny_dataset, PackConfig(packing=PackSettings(seq_len=SEQ_LEN), tokenizer="bytes"), out)
-    return out
+
+    def build(root):
+        config = PackConfig(packing=PackSettings(seq_len=SEQ_LEN), tokenizer="bytes")
+        run_job(PackKind(), tiny_dataset, config, str(root / "packed"))
+
+    return str(built_once(tmp_path_factory, "pretrain-packed", build) / "packed")
 
 
 @pytest.fixture(scope="session")
@@ -46,8 +50,8 @@ def tiny_go_dataset(tmp_path_factory, ray_local) -> str:
     from pipeline.kinds.go import GoConfig, GoKind
     from pipeline.stages.go.runs import GoSettings
 
-    programs = tmp_path_factory.mktemp("pretrain-go-programs")
-    shutil.copytree(EXAMPLES / "pingpong_unbuffered", programs / "pingpong_unbuffered")
-    out = str(tmp_path_factory.mktemp("pretrain-go") / "out")
-    run_job(GoKind(), str(programs), GoConfig(go=GoSettings(runs=6)), out)
-    return out
+    def build(root):
+        shutil.copytree(EXAMPLES / "pingpong_unbuffered", root / "programs" / "pingpong_unbuffered")
+        run_job(GoKind(), str(root / "programs"), GoConfig(go=GoSettings(runs=6)), str(root / "out"))
+
+    return str(built_once(tmp_path_factory, "pretrain-go", build) / "out")
