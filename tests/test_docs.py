@@ -27,10 +27,7 @@ TOP_DIRS = (
     "tests",
     "tracers",
 )
-DOCS = sorted(
-    [ROOT / "README.md", ROOT / "bench" / "RESULTS.md", *(ROOT / "docs").glob("*.md")],
-    key=lambda path: str(path),
-)
+DOCS = [ROOT / "README.md", ROOT / "bench" / "RESULTS.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 260
 
 # Not preceded by a path character, so `/abs/pipeline/x` and `../pipeline/x` are not repository-root paths.
@@ -49,6 +46,7 @@ def expand(path: str) -> list[str]:
 
 
 def is_path(name: str) -> bool:
+    """A file (an extension), a directory (a trailing `/`) or three parts or more; not `docs/s`."""
     return name.endswith("/") or name.count("/") > 1 or "." in name.rsplit("/", 1)[-1]
 
 
