@@ -1,6 +1,6 @@
 """Tests that need another CPython (3.12+, for the sys.monitoring tracer backend) find it through pyenv: skip
 with the reason when pyenv has none, except under CI=true, where pyenv's 3.12 and 3.13 are part of the machine
-(README) and their absence fails the test."""
+(docs/tracing.md) and their absence fails the test."""
 
 import json
 import os

@@ -1,7 +1,7 @@
 """`tracegen evaluate --benchmark FILE --dialect cwm`: the same items, for a model that speaks the cwm dialect
 (CWM's own trace format, `tracegen export --dialect cwm`) and is not a run of `tracegen pretrain`.
 
-Two steps around the user's own model (the adapter, README "Benchmarks"): without `--completions`, `--out` gets
+Two steps around the user's own model (adapter: docs/evaluation.md, "Benchmarks"): without `--completions`, `--out` gets
 one `{"id", "prompt"}` line per item — CWM's trace-prediction prompt, the context and the entry call's frame;
 the model continues each prompt with frames, written as `{"id", "completion"}` lines (the first line of an id is
 its pass@1 answer, more lines of it are samples for pass@k, n being the most any item has: an item with fewer

@@ -17,8 +17,8 @@ thread during the call (a `threading.Thread`, a `ThreadPoolExecutor` worker), th
 recorded and the trace ends at the entry thread's next event, exit `never`, truncated, reason `threads`: the
 state tree has no place for interleaved threads, and what was recorded up to there is one consistent thread.
 
-Forgery. The traced code runs in this process and can always lie about its own trace (README, "Residual
-trust"), but cheap patches do not make a trace look complete. The hooks that `sys.gettrace()` and
+Forgery. The traced code runs in this process and can always lie about its own trace (docs/sandbox.md,
+"Residual trust"), but cheap patches do not make a trace look complete. The hooks that `sys.gettrace()` and
 `frame.f_trace` hand out are opaque C wrappers (no `__self__`, `__closure__` or `__globals__` to walk); the
 JSON encoders are C encoders built at import (`tracers.json_writers`); in the sandbox the runner runs sealed
 copies of these modules (`tracers.guard.seal`: private globals and builtins, so replacing `builtins.repr`,
