@@ -29,10 +29,12 @@ methods, builtins, imports and constants kept, formatting, comments and docstrin
 piece of code for both code rules: a renamed or reformatted copy has the item's tokens exactly, and a function
 that calls another method is another function. Its version (`normalisation`) is hashed with the rules.
 
-Go programs (`pack`, `go_programs` rows; benchmark items are Python): a Go program matches an item when its Go
-source tokens (`go_tokens`: comments dropped, names as written) hold a run of `ngram` of the item's Python tokens
-(names as written), i.e. when it embeds an item's code or a transliteration of a 13-token stretch of it; the
-minhash and io rules compare Python and are not applied to Go.
+Go programs (`pack`, `go_programs` rows; benchmark items are Python): a Go program matches an item when one of its
+token sequences holds a run of `ngram` (13) of the item's Python tokens, names as written (the ngram rule): its
+Go tokens (`go_tokens`: comments dropped), where a transliterated 13-token stretch of an item shows, and the
+Python tokens of each of its string literals, where an item's code carried in the program's text (a Python
+snippet it embeds, prints or serves) shows. The minhash and io rules compare Python code and values and are not
+applied to Go. The score is the share of the item's runs the program holds.
 """
 
 import ast
@@ -175,10 +177,15 @@ class Decontaminator:
         return None
 
     def match_go(self, source: str) -> Match | None:
-        """The item whose Python tokens (names as written) a Go source shares a run of `ngram` with (rule ngram)."""
+        """The item whose Python tokens (names as written) a Go source's tokens, or a string literal's Python
+        tokens, share a run of `ngram` with (rule ngram)."""
         if not self.enabled or not self.index.items:
             return None
-        return self._shared(self._ngrams(go_tokens(source)), self.index.written, self.index.written_counts)
+        tokens = go_tokens(source)
+        grams = self._ngrams(tokens).union(
+            *(self._ngrams(written_tokens(_go_string(t))) for t in tokens if t[0] in '`"')
+        )
+        return self._shared(grams, self.index.written, self.index.written_counts)
 
     def _shared(self, grams: set[str], indexed: dict[str, int], counts: tuple[int, ...]) -> Match | None:
         """The ngram match of the item sharing the largest share of its runs with `grams`, if any."""
@@ -226,6 +233,17 @@ _GO_TOKEN = re.compile(
 def go_tokens(source: str) -> list[str]:
     """A Go source's tokens: comments and whitespace dropped, everything else as written."""
     return [m.group("t") for m in _GO_TOKEN.finditer(source) if m.group("t") is not None]
+
+
+def _go_string(literal: str) -> str:
+    """The text of a Go string literal: a raw one's content, an interpreted one's escapes decoded (as Python
+    decodes the same escapes; its content as written when they differ)."""
+    if literal[0] == "`":
+        return literal[1:-1]
+    try:
+        return str(ast.literal_eval(literal))
+    except (ValueError, SyntaxError):
+        return literal[1:-1]
 
 
 def contaminated_row(match: Match, unit_id: str, table: str, dropped_id: str, source_id: str) -> dict:
