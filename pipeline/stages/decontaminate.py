@@ -3,8 +3,8 @@
 A `Decontaminator` is built once, on the driver, from the benchmark files (pipeline/sources/benchmark.py) and
 travels in the kind's config to every Ray task (small: one MinHash signature, a set of n-grams and an
 input/output key per item). Its hashed part is the files' paths and sha256s, the rules' parameters and the
-normalisation's version, so the manifest's `config` records what a dataset was cleaned against, and another benchmark set is another config
-hash (its units re-run). Code matches an item when any one rule holds:
+normalisation's version, so the manifest's `config` records what a dataset was cleaned against, and another
+benchmark set is another config hash (its units re-run). Code matches an item when any one rule holds:
 
   * `minhash`: the estimated Jaccard similarity of their MinHash signatures reaches `threshold` (default 0.8).
     The signatures are the dedup's (pipeline/stages/dedup.py: shingles of 5 normalised tokens, 128 permutations,

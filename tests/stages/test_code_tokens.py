@@ -1,9 +1,11 @@
 """The scope-aware normalisation (pipeline/stages/code_tokens.py): renamed and reformatted copies are the same
 tokens, programs that differ in a method, an attribute, a builtin or a constant are not."""
 
+import ast
+
 import pytest
 
-from pipeline.stages.code_tokens import normalised_tokens
+from pipeline.stages.code_tokens import normalised_tokens, printed_tokens, written_tokens
 
 ORIGINAL = '''
 def f(s, x):
@@ -85,3 +87,22 @@ def test_code_that_does_not_parse_falls_back_to_numbered_tokens():
     renamed = "def f(ys)  return ys.append(1) +  # note"
     assert normalised_tokens(broken) == normalised_tokens(renamed)
     assert "append" in normalised_tokens(broken)
+
+
+def test_the_printed_code_is_split_as_pythons_tokenizer_splits_it(example_records):
+    """`printed_tokens` (a regular expression over `ast.unparse`'s output) gives `written_tokens` (the tokenizer)."""
+    tricky = (
+        "x = f'{a!r:>{w}}' + rb'\\x00' + 'a\"b' + \"q'\\\"\"\ny = 1e-05 + 0x1F + 3j + 1_000.5 + .5\n"
+        "@dec\ndef g(*, a=..., **k) -> int:\n    global q\n    x @= 2; x **= 3; x //= 4; x >>= 1; x != y\n"
+        "    return (yield)\n"
+    )
+    parsed = []
+    for code in [tricky, ORIGINAL, *(record["code"] for record in example_records)]:
+        try:
+            parsed.append(ast.parse(code))
+        except SyntaxError:
+            continue  # an example that does not parse (its failure row is the point)
+    assert len(parsed) > 100
+    for tree in parsed:
+        printed = ast.unparse(tree)
+        assert printed_tokens(printed) == written_tokens(printed), printed
