@@ -45,13 +45,17 @@ from datasketch import MinHash, MinHashLSH
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from variants import rename  # noqa: E402
+
+from pipeline.stages.code_tokens import normalised_tokens  # noqa: E402
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, shingles, signature  # noqa: E402
 
 
 def documents(count: int) -> list[tuple[str, str, str]]:
     """`count` documents cycling over the examples, pass by pass: pass 0 the examples as they are, then in
-    turn copies with every identifier renamed (duplicates after normalisation), copies with one statement
-    added (near duplicates) and copies called with another input (distinct: the input is in every shingle)."""
+    turn copies with every name their functions bind renamed (bench/variants.py: duplicates after
+    normalisation), copies with one statement added (near duplicates) and copies called with another input
+    (distinct: the input is in every shingle)."""
     with open(ROOT / "examples" / "functions.jsonl", encoding="utf-8") as handle:
         examples = [json.loads(line) for line in handle if line.strip()]
     docs = []
@@ -62,7 +66,7 @@ def documents(count: int) -> list[tuple[str, str, str]]:
         if i < len(examples):
             pass
         elif kind == 0:
-            code = rename(code, round_)
+            code = rename(code, f"_r{round_}")
         elif kind == 1:
             head, _, body = code.partition("\n")
             indent = body[: len(body) - len(body.lstrip())] or "    "
@@ -71,23 +75,6 @@ def documents(count: int) -> list[tuple[str, str, str]]:
             value = f"{value}, {round_ + 1}" if value else str(round_ + 1)
         docs.append((code, entry, value))
     return docs
-
-
-def rename(code: str, suffix: int) -> str:
-    """Every identifier that normalisation renumbers gets a suffix: same normalised tokens."""
-    import io
-    import tokenize
-
-    from pipeline.stages.dedup import _KEPT_NAMES
-
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-        return tokenize.untokenize(
-            (t.type, f"{t.string}_r{suffix}" if t.type == tokenize.NAME and t.string not in _KEPT_NAMES else t.string)
-            for t in tokens
-        )
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return code
 
 
 def datasketch_defaults(shingle_sets: list[set[str]]) -> list[np.ndarray]:
@@ -460,7 +447,9 @@ def main() -> None:
         best[name] = min(best.get(name, float("inf")), seconds)
 
     for _ in range(args.repeat):
-        seconds, shingle_sets = timed(lambda: [shingles(*doc, settings.shingle) for doc in docs])
+        seconds, shingle_sets = timed(
+            lambda: [shingles(normalised_tokens(code), entry, value, settings.shingle) for code, entry, value in docs]
+        )
         keep("shingle", seconds)
         seconds, ours = timed(lambda: [signature(doc, settings) for doc in docs])
         keep("ours_signatures", seconds)

@@ -63,6 +63,14 @@ PLANTED_ITEM = {"planted_renamed_0": "bench_0", "planted_reformatted_1": "bench_
 # A record with its own code whose input and output are an item's (the io rule).
 SAME_IO = {"id": "same_io_1", "code": "def f(a, b):\n    return '<3>'\n", "input": "'wxyz',  2", "output": "'<3>'"}
 
+# A record with its own code and no `output` whose traced call, with an item's input, returns the item's output
+# (the io rule after tracing).
+TRACED_IO = {
+    "id": "traced_io_1",
+    "code": "def f(s, k):\n    return '<' + str(len(s) - 1) + '>'\n",
+    "input": "'wxyz', 2",
+}
+
 NAMES = ("total", "acc", "count", "value", "step", "limit", "result", "best", "seen", "item", "score", "width")
 
 

@@ -26,7 +26,7 @@ from pipeline.kinds.options import (
 )
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.function_records import FunctionRecord, read_function_records
-from pipeline.stages.decontaminate import Decontaminator, contaminated_row, counted
+from pipeline.stages.decontaminate import Decontaminator, TraceCleaner, contaminated_row, counted
 from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signature_matrix, signatures
 from pipeline.stages.dedup_distributed import ResolvePlan, resolve_distributed
 from pipeline.stages.trace_functions import TraceSettings, trace_functions
@@ -274,12 +274,17 @@ class FunctionsKind(JobKind[FunctionsConfig]):
         return chunk_units(records, read_failures, duplicates, counters, config.chunk_size, contaminated)
 
     def produce(self, payload: Chunk, unit_id: str, config: FunctionsConfig, sink: UnitSink) -> StageOutput:
-        """Trace one chunk in the sandbox, then sample trajectories from its traces."""
+        """Trace one chunk in the sandbox, drop the traces whose call has a benchmark item's input and returns its
+        output (`--decontaminate`, the io rule: stage `decontaminate_traces`), then sample trajectories from the
+        rest."""
         sandbox = make_sandbox(config.sandbox, python=config.python)
         traced = trace_functions(payload.records, sandbox, config.trace, unit_id)
+        cleaner = TraceCleaner(config.decontaminate, unit_id, "decontaminate_traces", by_code=False)
+        traces = traced.rows("traces")
+        traced.tables["traces"] = cleaner.drop(traces, cleaner.matches(traces), "traces", "trace_id")
         sampled = sample_trajectories_stage(traced.rows("traces"), config.sampling, unit_id)
         dropped = StageOutput(
             {"failures": payload.read_failures, "duplicates": payload.duplicates, "contaminated": payload.contaminated},
             dict(payload.counters),
         )
-        return dropped + traced + sampled
+        return dropped + traced + cleaner.output() + sampled

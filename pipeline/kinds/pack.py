@@ -249,7 +249,7 @@ class PackKind(JobKind[PackConfig]):
             packer = Packer(tokenizer, config.packing, unit_id, lambda rows: sink.write("packed", rows))
             skipped: Counter = Counter()  # Go examples the window cannot fit
             if "go_next_event" in payload.shards:
-                documents = self._go_documents(payload, config, tokenizer, skipped)
+                documents = self._go_documents(payload, config, tokenizer, skipped, cleaner)
             else:
                 documents = self._trajectory_documents(payload, config.holdout, cleaner)
             packer.add_all(documents).finish()
@@ -284,12 +284,16 @@ class PackKind(JobKind[PackConfig]):
 
     @staticmethod
     def _go_documents(
-        payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter
+        payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter, cleaner: TraceCleaner
     ) -> Iterator[Document]:
         """The unit's Go examples (pipeline/stages/pack/go_examples.py) and trajectory documents
-        (pipeline/stages/pack/go_trajectories.py), without held-out programs: its exact rows and trajectory
-        windows (no text: small), then the runs they show, read a few at a time, then one document at a time."""
+        (pipeline/stages/pack/go_trajectories.py), without held-out programs and programs whose source matches a
+        benchmark item (`cleaner`: each a `contaminated` row): its exact rows and trajectory windows (no text:
+        small), then the runs they show, read a few at a time, then one document at a time."""
         shards, root = payload.shards, payload.root
+        copies = set()
+        if cleaner.decontaminator.enabled:
+            copies = cleaner.drop_programs(list(shard_rows(root, shards["go_programs"], ["program_id", "files"])))
         columns = ["program_id", "prefix_kind", "depth", "prefix_hash", "runs", "counts", "n"]
         rows = []
         for batch in _exact_rows(root, shards["go_next_event"], columns):
@@ -299,6 +303,8 @@ class PackKind(JobKind[PackConfig]):
             for row in shard_rows(root, shards.get("go_trajectories", ()), batch_rows=BATCH_ROWS)
             if not is_heldout(row["program_id"], config.holdout)
         ]
+        rows = [row for row in rows if row["program_id"] not in copies]
+        windows = [row for row in windows if row["program_id"] not in copies]
         needed = needed_runs(rows) | needed_trajectory_runs(windows)
         programs = {program_id for program_id, _ in needed}
         sources = (program for program in shard_rows(root, shards["go_programs"]) if program["program_id"] in programs)

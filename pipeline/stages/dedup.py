@@ -1,13 +1,13 @@
 """Near-duplicate function records, found with MinHash LSH (datasketch) before anything is traced.
 
-Normalisation (what makes two records "the same function"):
-  * the code is split into Python tokens; comments, blank lines and indentation tokens are dropped, so
-    reformatting does not matter;
-  * every identifier that is not a keyword or a builtin becomes `v<k>`, numbered by first appearance, so
-    renaming variables, arguments or helpers does not matter; literals and operators are kept;
+Normalisation (what makes two records "the same function"): pipeline/stages/code_tokens.py, scope-aware:
+  * the names the code binds (parameters, locals, comprehension variables, nested functions...) are numbered per
+    scope, so renaming them does not matter; attributes, methods, builtins, imports and globals are kept as
+    written, so two programs that call different methods stay apart; literals and operators are kept;
+  * comments, docstrings and formatting are dropped (the code is printed by `ast.unparse`);
   * every shingle is prefixed with the entry name and the input's tokens (formatting dropped): the same
     function called with another input shares no shingle with it (its trace differs), so it is kept.
-Code that does not tokenize falls back to its whitespace-separated words.
+`DedupSettings.normalisation` is that normalisation's version (hashed: another version is another config).
 Shingles are windows of `shingle` consecutive normalised tokens. Signatures are MinHash with `num_perm`
 permutations and a fixed seed; the LSH index uses `threshold` (estimated Jaccard similarity) and a
 candidate is confirmed only when its estimated similarity reaches the threshold.
@@ -19,26 +19,14 @@ From `DISTRIBUTED_DEDUP_FROM` records on (20,000; pipeline/kinds/functions.py) t
 tasks that never hold every signature (pipeline/stages/dedup_distributed.py).
 """
 
-import builtins
-import io
-import keyword
-import tokenize
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
-_SKIP = {
-    tokenize.COMMENT,
-    tokenize.NL,
-    tokenize.NEWLINE,
-    tokenize.INDENT,
-    tokenize.DEDENT,
-    tokenize.ENCODING,
-    tokenize.ENDMARKER,
-}
-_KEPT_NAMES = set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
+from pipeline.stages.code_tokens import NORMALISATION, normalised_tokens, written_tokens
+
 SCHEME = "affine32"  # pinned: signatures must stay comparable across datasketch versions
 
 
@@ -51,6 +39,7 @@ class DedupSettings:
     threshold: float = 0.8
     shingle: int = 5
     seed: int = 1
+    normalisation: int = NORMALISATION  # pipeline/stages/code_tokens.py: what "the same tokens" means
 
     def __post_init__(self):
         if not 16 <= self.num_perm <= 1024:
@@ -59,35 +48,28 @@ class DedupSettings:
             raise ValueError(f"dedup threshold must be in (0, 1], got {self.threshold}")
         if self.shingle < 1:
             raise ValueError(f"dedup shingle must be >= 1, got {self.shingle}")
+        if self.normalisation != NORMALISATION:
+            raise ValueError(
+                f"dedup normalisation {self.normalisation} is not this version's ({NORMALISATION}): a dataset made "
+                "with another one is rebuilt (--overwrite), never mixed"
+            )
 
 
-def normalised_tokens(code: str, rename: bool = True) -> list[str]:
-    """The code as tokens with formatting dropped and (with `rename`) identifiers numbered."""
-    names: dict[str, str] = {}
-    tokens = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type in _SKIP:
-                continue
-            text = token.string
-            if rename and token.type == tokenize.NAME and text not in _KEPT_NAMES:
-                text = names.setdefault(text, f"v{len(names)}")
-            tokens.append(text)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return code.split()
-    return tokens
-
-
-def shingles(code: str, entry: str, input_text: str, width: int) -> set[str]:
+def shingles(tokens: list[str], entry: str, input_text: str, width: int) -> set[str]:
     """Windows of `width` normalised tokens, each keyed by the entry and the input."""
-    tokens = normalised_tokens(code)
-    key = entry + "(" + " ".join(normalised_tokens(input_text, rename=False)) + ")|"
+    key = entry + "(" + " ".join(written_tokens(input_text)) + ")|"
     return {key + " ".join(tokens[i : i + width]) for i in range(max(1, len(tokens) - width + 1))}
 
 
 def signature(doc: tuple[str, str, str], settings: DedupSettings) -> np.ndarray:
     """MinHash hash values of a (code, entry, input) document (deterministic: fixed seed and scheme)."""
-    shingle_set = shingles(*doc, settings.shingle)
+    code, entry, input_text = doc
+    return token_signature(normalised_tokens(code), entry, input_text, settings)
+
+
+def token_signature(tokens: list[str], entry: str, input_text: str, settings: DedupSettings) -> np.ndarray:
+    """`signature` of code already normalised (its `tokens`)."""
+    shingle_set = shingles(tokens, entry, input_text, settings.shingle)
     minhash = MinHash(num_perm=settings.num_perm, seed=settings.seed, scheme=SCHEME)
     minhash.update_batch([shingle.encode() for shingle in sorted(shingle_set)])
     return minhash.hashvalues

@@ -16,6 +16,7 @@ from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.go import GoConfig, GoKind
 from pipeline.kinds.repos import ReposConfig
 from pipeline.kinds.resample import ResampleConfig
+from pipeline.stages.code_tokens import NORMALISATION
 from pipeline.stages.dedup import DedupSettings
 from pipeline.stages.go.runs import GoSettings
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings
@@ -30,7 +31,7 @@ def change_python_defaults(monkeypatch) -> None:
         (20_000, 4 << 20, 2.0, 4.0, ReprLimits(100, 10, 3, "user"), True, "settrace"),
     )
     monkeypatch.setattr(SamplingSettings.__init__, "__defaults__", (7, 3, PolicyConfig(max_actions=16)))
-    monkeypatch.setattr(DedupSettings.__init__, "__defaults__", (True, 64, 0.9, 3, 2))
+    monkeypatch.setattr(DedupSettings.__init__, "__defaults__", (True, 64, 0.9, 3, 2, NORMALISATION))
 
 
 def test_the_patch_really_changes_the_python_kinds(monkeypatch):

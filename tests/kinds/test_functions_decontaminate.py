@@ -1,12 +1,13 @@
 """--decontaminate end to end on a local Ray: in trace-functions, planted near-copies of benchmark items are dropped
-before tracing, each a `contaminated` row naming the item, the file and its sha256, unrelated records are traced
-and the manifest records the benchmark set; in pack, the trajectories of such copies are left out."""
+before tracing, each a `contaminated` row naming the item, the file and its sha256, a record whose traced call
+returns an item's output for its input is dropped after tracing (the io rule), unrelated records are traced and
+the manifest records the benchmark set; in pack, the trajectories of such copies are left out."""
 
 import argparse
 import shutil
 
 import pytest
-from decontam_fixtures import ITEMS, PLANTED, PLANTED_ITEM, SAME_IO, unrelated_functions, write_jsonl
+from decontam_fixtures import ITEMS, PLANTED, PLANTED_ITEM, SAME_IO, TRACED_IO, unrelated_functions, write_jsonl
 
 from pipeline.engine.job import run_job
 from pipeline.engine.reader import table_rows
@@ -29,7 +30,7 @@ def files(tmp_path_factory) -> tuple[str, str]:
     """(the benchmark file, a functions file: unrelated records with the planted copies among them)."""
     root = tmp_path_factory.mktemp("decontaminate")
     benchmark = write_jsonl(root / "bench.jsonl", ITEMS)
-    return benchmark, write_jsonl(root / "functions.jsonl", KEPT[:2] + PLANTED + [SAME_IO] + KEPT[2:])
+    return benchmark, write_jsonl(root / "functions.jsonl", KEPT[:2] + PLANTED + [SAME_IO, TRACED_IO] + KEPT[2:])
 
 
 def test_planted_copies_are_dropped_and_recorded(files, tmp_path, ray_local):
@@ -45,20 +46,25 @@ def test_planted_copies_are_dropped_and_recorded(files, tmp_path, ray_local):
     contaminated = load_table(out, "contaminated")
     assert contaminated is not None
     rows = {row["dropped_id"]: row for row in contaminated.to_dicts()}
+    traced = rows.pop(next(k for k, row in rows.items() if row["source_id"] == TRACED_IO["id"]))
+    assert (traced["table"], traced["item_id"], traced["rule"], traced["score"]) == ("traces", "bench_1", "io", 1.0)
     assert {k: row["item_id"] for k, row in rows.items()} == {**PLANTED_ITEM, SAME_IO["id"]: "bench_1"}
     sha256 = decontaminator.benchmarks[0].sha256
     for row in rows.values():
         assert (row["table"], row["benchmark"], row["benchmark_sha256"]) == ("function_records", benchmark, sha256)
         assert row["unit_id"] == "functions-00000" and row["source_id"] == row["dropped_id"]
     assert rows[SAME_IO["id"]]["rule"] == "io" and {rows[r["id"]]["rule"] for r in PLANTED} == {"minhash"}
+    trajectories = load_table(out, "trajectories")
+    assert trajectories is not None and TRACED_IO["id"] not in set(trajectories["source_id"])
 
     assert manifest["config"]["decontaminate"]["benchmarks"] == [{"path": benchmark, "sha256": sha256}]
     assert manifest["stats"]["decontaminate"]["dropped"] == {"contaminated_io": 1, "contaminated_minhash": 3}
+    assert manifest["stats"]["decontaminate_traces"]["dropped"] == {"contaminated_io": 1}
     report = summarize(out)
-    assert "contaminated: 4 dropped, against 1 benchmark file(s):" in report
-    assert f"  {benchmark} (sha256 {sha256[:12]}): 4  io 1, minhash 3" in report
+    assert "contaminated: 5 dropped, against 1 benchmark file(s):" in report
+    assert f"  {benchmark} (sha256 {sha256[:12]}): 5  io 2, minhash 3" in report
     drawn = {plot.name: plot.bars for plot in plots(out, manifest, [])}
-    assert drawn["contaminated.png"] == [(f"bench.jsonl ({sha256[:8]})", 4)]
+    assert drawn["contaminated.png"] == [(f"bench.jsonl ({sha256[:8]})", 5)]
 
 
 def test_pack_leaves_out_the_trajectories_of_copies(files, tmp_path, ray_local):

@@ -2,7 +2,8 @@
 matter (the job's dedup before tracing: tests/kinds/test_functions.py)."""
 
 from pipeline.sources.function_records import FunctionRecord
-from pipeline.stages.dedup import DedupSettings, normalised_tokens, resolve_duplicates, signatures
+from pipeline.stages.code_tokens import normalised_tokens
+from pipeline.stages.dedup import DedupSettings, resolve_duplicates, signatures
 
 SETTINGS = DedupSettings()
 
@@ -32,6 +33,19 @@ def test_near_duplicates_collapse_to_the_first_and_distinct_ones_survive():
     docs = [(r.code, r.entry, r.input) for r in records]
     duplicates = resolve_duplicates(signatures(docs, SETTINGS), SETTINGS)
     assert {position: kept for position, (kept, _) in duplicates.items()} == {2: 0, 3: 0}
+
+
+def test_programs_that_differ_in_a_called_method_are_kept_and_renamed_copies_merge():
+    """The normalisation keeps attributes and methods as written (issue 38: numbered, `append` and `extend` were
+    one token and the second program was dropped as the first's duplicate), and numbers a local that shares its
+    name with a method (`index = s.index(x)`) apart from it, so its renamed copy is the same tokens."""
+    body = "def f(xs, v):\n    out = list(xs)\n    out.{}(v)\n    out.sort()\n    return out[0], len(out)\n"
+    shared = "def f(s, x):\n    index = s.index(x)\n    return s[index:] + s[:index]\n"
+    renamed = "def f(text, ch):\n    k = text.index(ch)\n    return text[k:] + text[:k]\n"
+    docs = [(body.format("append"), "f", "[3], [1]"), (body.format("extend"), "f", "[3], [1]")]
+    docs += [(shared, "f", "'abc', 'b'"), (renamed, "f", "'abc', 'b'")]
+    duplicates = resolve_duplicates(signatures(docs, SETTINGS), SETTINGS)
+    assert {position: kept for position, (kept, _) in duplicates.items()} == {3: 2}
 
 
 def test_the_same_function_with_another_input_is_kept():
