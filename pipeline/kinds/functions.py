@@ -180,7 +180,7 @@ class FunctionsConfig(PythonConfig):
 
     kind: ClassVar[str] = "functions"
     tables: ClassVar[tuple[str, ...]] = ("traces", "trajectories", "duplicates", "contaminated", "failures")
-    chunk_size: int = setting(16, Option("--chunk-size", "function records per unit (one Ray task)"))
+    chunk_size: int = setting(16, Option("--chunk-size", "function records per unit, one Ray task each"))
     trace: TraceSettings = field(default_factory=TraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     dedup: DedupSettings = field(default_factory=DedupSettings)

@@ -38,8 +38,8 @@ class PythonConfig(SandboxedConfig):
         None,
         Option(
             "--python",
-            "the interpreter that runs the traced code in the sandbox: a path, a version pyenv has (3.12) or a "
-            "command (python3.12)",
+            "the interpreter that runs the traced code in the sandbox: a path, a command (python3.12) or a version "
+            "pyenv has, e.g. 3.12",
             parse=lambda given: None if given is None else resolve_python(given),
             default_text="this one, under bwrap and process; docker always runs its image's",
         ),

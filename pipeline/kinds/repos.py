@@ -60,8 +60,8 @@ class ReposConfig(PythonConfig):
         2000,
         Option(
             "--tests-per-unit",
-            "split a repository's suite of more tests than this into units of about this many, by test module "
-            "(0: one unit per repository)",
+            "split a repository's suite of more tests than this into units of about this many, by test module; "
+            "0: one unit per repository",
         ),
     )
     decontaminate: Decontaminator = setting(default_factory=Decontaminator, hashed="when_set")

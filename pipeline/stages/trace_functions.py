@@ -60,7 +60,7 @@ class ReprLimits:
         200,
         Option(
             "--max-repr-chars",
-            "cap on the characters of one value's repr (a longer one is cut, marked …: schemas/reprs.md)",
+            "cap on the characters of one value's repr; a longer one is cut and marked …, see schemas/reprs.md",
         ),
     )
     max_items: int = setting(20, Option("--max-repr-items", "cap on the items shown per container, fields per object"))
@@ -69,8 +69,8 @@ class ReprLimits:
         "structural",
         Option(
             "--repr-mode",
-            "how values of the program's classes are rendered: structural (from their state, no program code run) or "
-            "user (their own __repr__; only for code known to have pure reprs)",
+            "how values of the program's classes are rendered: structural, from their state with no program code "
+            "run; or user, their own __repr__, only for code known to have pure reprs",
             choices=REPR_MODES,
         ),
     )
