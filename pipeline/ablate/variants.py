@@ -8,8 +8,8 @@
     bytes=--tokenizer bytes
 
 What stays the same across variants is the ablation's, never a variant's: the traces, the held-out sources, the
-model, the seed and the token budget (pipeline/ablate/settings.py). A variant's options are parsed by the same
-option definitions as the commands' (pipeline/kinds/options.py, pipeline/kinds/pack.py,
+model, the seed and the token budget (pipeline/ablate/settings.py). A variant's options are made from the same
+settings as the commands' (SamplingSettings, PackConfig: pipeline/engine/options.py; the Go objective's from
 pipeline/pretrain/command.py), so `--per-trace 8` means here what it means there.
 """
 
@@ -19,8 +19,8 @@ import shlex
 from dataclasses import dataclass, replace
 
 from pipeline.debugger.policy import DIRECTIONS
-from pipeline.kinds.options import add_sampling_arguments, sampling_from
-from pipeline.kinds.pack import PackConfig, add_format_arguments, format_from
+from pipeline.engine.options import CommandOptions
+from pipeline.kinds.pack import PackConfig
 from pipeline.pretrain.command import add_objective_arguments
 from pipeline.stages.trajectories import SamplingSettings
 
@@ -32,6 +32,10 @@ OPTIONS = {
     "tracegen pack": ("--seq-len", "--tokenizer", "--vocab-size", "--loss"),
     "tracegen pretrain": ("--go-objective", "--go-balance"),
 }
+SETTINGS = CommandOptions(
+    (SamplingSettings, PackConfig), only=OPTIONS["tracegen trajectories"] + OPTIONS["tracegen pack"]
+)
+FORMAT = ("packing", "tokenizer", "vocab_size")  # the PackConfig fields a variant may change
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,7 @@ class _OptionParser(argparse.ArgumentParser):
 
 def _parser(seq_len: int) -> argparse.ArgumentParser:
     parser = _OptionParser(prog="variant", add_help=False, exit_on_error=False)
-    add_sampling_arguments(parser)
-    add_format_arguments(parser)
+    SETTINGS.add_to(parser)
     add_objective_arguments(parser)
     parser.set_defaults(seq_len=seq_len)
     return parser
@@ -105,9 +108,10 @@ def parse_variant(spec: str, seq_len: int) -> Variant:
     if rest:
         raise ValueError(f"variant {name!r}: {' '.join(rest)} is not an option value it understands")
     try:
-        sampling, pack = sampling_from(args), format_from(args)
+        sampling, packing = SETTINGS.build(args)
     except ValueError as error:
         raise ValueError(f"variant {name!r}: {error}") from None
+    pack = {field: getattr(packing, field) for field in FORMAT}
     objective = {"go_objective": args.go_objective, "go_balance": args.go_balance}
     return Variant(name=name, options=" ".join(words), sampling=sampling, pack=pack, objective=objective)
 

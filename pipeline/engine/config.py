@@ -4,21 +4,24 @@ The config hash goes into every unit's completion record and the manifest: a re-
 resumes (finished units are skipped); an output holding another config's dataset is refused unless the
 user asks to overwrite it. A kind's config holds only the settings its units use, and its hash covers
 them and the kind's name, so changing another kind's defaults never invalidates its finished units
-(docs/architecture.md §4). Fields marked `UNHASHED` say where work happens (caches, scratch), not what it
-computes; where the job runs (workers, Ray address) is not part of a config at all. Fields marked
-`HASHED_WHEN_SET` (added after datasets were made with that kind) are hashed only when they differ from their
-default, so the datasets made before them keep their hash and resume.
+(docs/architecture.md §4).
+
+A setting is declared once, as a field made by `setting`: its default, whether it is hashed, and its command-line
+option (`Option`: flag, help, choices; pipeline/engine/options.py makes the commands' options from these). Fields
+declared `hashed=False` say where work happens (caches, scratch), not what it computes; where the job runs
+(workers, Ray address) is not part of a config at all. Fields declared `hashed="when_set"` (added after datasets
+were made with that kind) are hashed only when they differ from their default, so the datasets made before them
+keep their hash and resume.
 """
 
 import hashlib
 import json
-from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
+from typing import Any, ClassVar, Literal
 
 from schemas import TABLES
 
-UNHASHED = {"hashed": False}
-HASHED_WHEN_SET = {"hashed": "when_set"}
 # Each table's schema VERSION when config hashes began to name them. A kind's hash names the tables it writes
 # whose VERSION is past this one, so a schema bump makes every config of a kind that writes the table another
 # config (a resumed job re-runs its units; a refresh runs its units again once) and a dataset never holds two
@@ -39,12 +42,74 @@ SCHEMAS_HASHED_FROM = {
 }
 
 
+@dataclass(frozen=True)
+class Option:
+    """A setting's command-line option. Its default is the field's, shown as the option takes it by `show` where
+    the two differ in shape (a tuple of directions is `both`), and `parse` turns what the option was given into the
+    field's value (a `--python 3.12` into the interpreter's path); `default_text` says what the default means
+    where its value alone does not. The help ends with the default: `(default: ...)`."""
+
+    flag: str
+    help: str
+    choices: tuple[str, ...] | None = None
+    action: Any = None  # "store_true" or argparse.BooleanOptionalAction; None: the option takes a value
+    nargs: str | None = None
+    metavar: str | None = None
+    parse: Callable[[Any], Any] | None = None
+    show: Callable[[Any], Any] | None = None
+    default_text: str = ""
+
+    @property
+    def dest(self) -> str:
+        return dest(self.flag)
+
+
+def dest(flag: str) -> str:
+    """Where argparse puts the value of `flag`: `--max-events` -> `max_events`."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a field declares besides its default: whether it is hashed, its option, and the options of the fields
+    of a nested settings class whose own layer does not declare options (the debugger's policy)."""
+
+    hashed: bool | Literal["when_set"] = True
+    option: Option | None = None
+    options: Mapping[str, Option] = field(default_factory=dict)
+
+
+PLAIN = Setting()
+
+
+def setting(
+    default: Any = MISSING,
+    option: Option | None = None,
+    *,
+    default_factory: Any = MISSING,
+    hashed: bool | Literal["when_set"] = True,
+    options: Mapping[str, Option] | None = None,
+    **field_args: Any,
+) -> Any:
+    """A config field that declares its setting (see `Setting`); `field_args` go to `dataclasses.field`."""
+    declared = Setting(hashed, option, dict(options or {}))
+    return field(default=default, default_factory=default_factory, metadata={"setting": declared}, **field_args)
+
+
+def setting_of(f: Field) -> Setting:
+    """The setting a field declares (a plain field: hashed, no option)."""
+    return f.metadata.get("setting", PLAIN)
+
+
+def default_of(f: Field) -> Any:
+    return f.default if f.default_factory is MISSING else f.default_factory()
+
+
 def _hashed(f: Field, value: Any) -> bool:
-    """Whether a field's value is part of the hash (see UNHASHED and HASHED_WHEN_SET)."""
-    hashed = f.metadata.get("hashed", True)
+    """Whether a field's value is part of the hash (see `Setting.hashed`)."""
+    hashed = setting_of(f).hashed
     if hashed == "when_set":
-        default = f.default if f.default_factory is MISSING else f.default_factory()
-        return value != default
+        return value != default_of(f)
     return bool(hashed)
 
 

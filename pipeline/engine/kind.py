@@ -1,9 +1,9 @@
 """The contract every job kind fulfils (pipeline/kinds/); `pipeline.engine.job` runs any kind the same way.
 
-A kind is a small class: its config type (only the settings its units use), its command-line options,
-a preflight check of the machine, the plan of its units, and `produce`, which turns one unit's payload
-into rows (streamed to the unit's sink). Kinds are listed explicitly in `pipeline.kinds.KINDS`; the CLI and
-`jobs/` loop over that list.
+A kind is a small class: its config type (only the settings its units use; its command-line options are made
+from them, pipeline/engine/options.py) and the option naming its input, a preflight check of the machine, the
+plan of its units, and `produce`, which turns one unit's payload into rows (streamed to the unit's sink). Kinds
+are listed explicitly in `pipeline.kinds.KINDS`; the CLI and `jobs/` loop over that list.
 """
 
 import argparse
@@ -11,9 +11,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pipeline.engine.config import KindConfig
+from pipeline.engine.config import KindConfig, Option
 from pipeline.engine.executor import Unit, UnitSink
 from pipeline.engine.memory import DEFAULT_TASK_MEMORY_MB
+from pipeline.engine.options import CommandOptions, config_from
 from pipeline.engine.stats import StageOutput
 
 C = TypeVar("C", bound=KindConfig)
@@ -33,6 +34,8 @@ class JobKind(ABC, Generic[C]):
 
     command: ClassVar[str]
     help: ClassVar[str]
+    config_type: ClassVar[type]  # the kind's config class (a KindConfig): its settings are the kind's options
+    source: ClassVar[Option]  # the option naming the job's input (required)
     throughput: ClassVar[Throughput]
     # The memory of one unit's Ray task, in MB (--task-memory-mb overrides it): what Ray reserves for the task
     # and where its worker is stopped (pipeline/engine/memory.py). Not hashed: it never changes the rows.
@@ -40,13 +43,14 @@ class JobKind(ABC, Generic[C]):
     # How a user makes this kind's units smaller when one fails for memory (its option), for the advice.
     smaller_units: ClassVar[str] = ""
 
-    @abstractmethod
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """The kind's own options: its input and its settings (the run options are the CLI's)."""
+        """The kind's own options: its input and its config's settings (the run options are the CLI's)."""
+        parser.add_argument(self.source.flag, required=True, help=self.source.help)
+        CommandOptions((self.config_type,)).add_to(parser)
 
-    @abstractmethod
     def configure(self, args: argparse.Namespace) -> tuple[str, C]:
         """(the input, the config) from parsed options; a ValueError names a bad value and its fix."""
+        return getattr(args, self.source.dest), config_from(args, self.config_type)
 
     def preflight(self, config: C) -> None:
         """Check the machine (sandbox, toolchains) before Ray starts; a SetupError names what is missing."""

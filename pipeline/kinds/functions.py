@@ -1,29 +1,16 @@
 """The function-tracing kind: JSONL records → dedup → decontaminate → chunks → (trace, sample trajectories) per
 Ray task."""
 
-import argparse
 import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import HASHED_WHEN_SET
+from pipeline.engine.config import Option, setting
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import RayTasks, map_tasks
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import (
-    SandboxedConfig,
-    add_decontaminate_arguments,
-    add_interpreter_arguments,
-    add_repr_mode_argument,
-    add_sampling_arguments,
-    add_sandbox_argument,
-    check_tracer_backend,
-    decontaminator_from,
-    python_from,
-    repr_limits_from,
-    sampling_from,
-)
+from pipeline.kinds.options import PythonConfig, check_tracer_backend
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.function_records import FunctionRecord, read_function_records
 from pipeline.stages.decontaminate import Decontaminator, TraceCleaner, contaminated_row, counted
@@ -186,19 +173,18 @@ def chunk_units(
 
 
 @dataclass(frozen=True)
-class FunctionsConfig(SandboxedConfig):
-    """What a function-tracing job computes: the sandbox and the interpreter in it (`python`, a resolved path;
-    None: the sandbox's own), the chunking, the tracer's budgets and backend, the trajectory sampling, the
-    dedup parameters and the benchmark files records are cleaned against (`decontaminate`)."""
+class FunctionsConfig(PythonConfig):
+    """What a function-tracing job computes: the sandbox and the interpreter in it, the chunking, the tracer's
+    budgets and backend, the trajectory sampling, the dedup parameters and the benchmark files records are cleaned
+    against (`decontaminate`)."""
 
     kind: ClassVar[str] = "functions"
     tables: ClassVar[tuple[str, ...]] = ("traces", "trajectories", "duplicates", "contaminated", "failures")
-    python: str | None = None
-    chunk_size: int = 16
+    chunk_size: int = setting(16, Option("--chunk-size", "function records per unit, one Ray task each"))
     trace: TraceSettings = field(default_factory=TraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     dedup: DedupSettings = field(default_factory=DedupSettings)
-    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
+    decontaminate: Decontaminator = setting(default_factory=Decontaminator, hashed="when_set")
 
     def __post_init__(self):
         super().__post_init__()
@@ -213,53 +199,11 @@ class FunctionsConfig(SandboxedConfig):
 class FunctionsKind(JobKind[FunctionsConfig]):
     command = "trace-functions"
     help = "trace JSONL function records"
+    config_type = FunctionsConfig
+    source = Option("--input", "JSONL file of {id, code, input, entry?}")
     throughput = Throughput("trace", "events", "events")
     task_memory_mb = 1024
     smaller_units = "a smaller --chunk-size"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--input", required=True, help="JSONL file of {id, code, input, entry?}")
-        add_sandbox_argument(parser)
-        add_interpreter_arguments(parser)
-        parser.add_argument(
-            "--chunk-size", type=int, default=FunctionsConfig.chunk_size, help="records per unit (one Ray task)"
-        )
-        parser.add_argument("--max-events", type=int, default=TraceSettings.max_events, help="events per trace")
-        parser.add_argument(
-            "--max-seconds", type=float, default=TraceSettings.max_seconds, help="the tracer's time budget per record"
-        )
-        parser.add_argument(
-            "--record-timeout",
-            type=float,
-            default=TraceSettings.record_timeout_s,
-            help="wall-clock kill per record (above --max-seconds)",
-        )
-        add_repr_mode_argument(parser)
-        parser.add_argument(
-            "--check-parity",
-            action="store_true",
-            help="run each record once more untraced and flag traces whose return value or exception differs",
-        )
-        add_sampling_arguments(parser)
-        add_decontaminate_arguments(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, FunctionsConfig]:
-        trace = TraceSettings(
-            max_events=args.max_events,
-            max_seconds=args.max_seconds,
-            record_timeout_s=args.record_timeout,
-            reprs=repr_limits_from(args),
-            check_parity=args.check_parity,
-            tracer_backend=args.tracer_backend,
-        )
-        return args.input, FunctionsConfig(
-            sandbox=args.sandbox,
-            python=python_from(args),
-            chunk_size=args.chunk_size,
-            trace=trace,
-            sampling=sampling_from(args),
-            decontaminate=decontaminator_from(args),
-        )
 
     def preflight(self, config: FunctionsConfig) -> None:
         check_sandbox(config.sandbox, config.python)

@@ -9,16 +9,16 @@ any task starts, the driver builds the harness (a clear error if Go is missing);
 too when its machine lacks it (pipeline/stages/go/build.py).
 """
 
-import argparse
 import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from pipeline.engine.config import Option
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import SandboxedConfig, add_sandbox_argument, add_trajectory_arguments
+from pipeline.kinds.options import SandboxedConfig
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.go_programs import GoProgram, NotAProgram, directory_digest, discover_programs
 from pipeline.stages.go import GO_TABLES
@@ -71,49 +71,11 @@ def not_a_program(entry: NotAProgram, unit_id: str) -> StageOutput:
 class GoKind(JobKind[GoConfig]):
     command = "trace-go"
     help = "run Go programs N times under runtime/trace"
+    config_type = GoConfig
+    source = Option("--programs", "directory whose subdirectories are Go programs")
     throughput = Throughput("go_runs", "events", "events")
     task_memory_mb = 2048
     smaller_units = "a unit is one program: fewer --runs or a lower --max-events"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--programs", required=True, help="directory whose subdirectories are Go programs")
-        parser.add_argument("--runs", type=int, default=GoSettings.runs, help="runs per program")
-        parser.add_argument(
-            "--timeout",
-            type=float,
-            default=GoSettings.timeout_s,
-            help="seconds per run, for programs without their own (a `// tracegen: timeout=30s` header or an "
-            "entry of PROGRAMS/tracegen.toml)",
-        )
-        parser.add_argument("--gomaxprocs", default="", help="comma list of GOMAXPROCS values, cycled over runs")
-        parser.add_argument("--race", action="store_true", help="build with the race detector")
-        parser.add_argument("--max-events", type=int, default=GoSettings.max_events, help="event cap per run")
-        parser.add_argument(
-            "--rewrite",
-            action=argparse.BooleanOptionalAction,
-            default=GoSettings.rewrite,
-            help="rewrite channel and sync operations so events name the objects and their states (default on; "
-            "a program that cannot be rewritten runs unmodified, marked 'fallback' in go_runs.instrumentation)",
-        )
-        add_trajectory_arguments(parser)
-        add_sandbox_argument(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, GoConfig]:
-        try:
-            gomaxprocs = tuple(int(value) for value in args.gomaxprocs.split(",") if value.strip())
-        except ValueError:
-            raise ValueError(f"--gomaxprocs {args.gomaxprocs!r} is not a comma list of integers, e.g. 1,2,4") from None
-        settings = GoSettings(
-            runs=args.runs,
-            timeout_s=args.timeout,
-            race=args.race,
-            max_events=args.max_events,
-            gomaxprocs=gomaxprocs,
-            rewrite=args.rewrite,
-            trajectory_window=args.go_window,
-            trajectory_stride=args.go_stride,
-        )
-        return args.programs, GoConfig(sandbox=args.sandbox, go=settings)
 
     def preflight(self, config: GoConfig) -> None:
         """The sandbox, then Go: the toolchain found and the harness built, once, before any task starts."""

@@ -1,6 +1,6 @@
-"""What several kinds share, defined once: the sandbox setting and its option, the interpreter and tracer backend
-options, the repr options, the trajectory sampling options, the Go trajectory window options, the decontamination
-options, the memory options of every job and the refresh.
+"""What several kinds share, defined once: the config bases of the kinds that run untrusted code (the sandbox) and
+untrusted Python (the interpreter), the check of the tracer backend against that interpreter, and the memory
+options of every job and of the refresh (where it runs: not settings, never hashed).
 """
 
 import argparse
@@ -8,23 +8,20 @@ import os
 import sys
 from dataclasses import dataclass
 
-from pipeline.debugger.policy import DIRECTIONS, PolicyConfig
-from pipeline.engine.config import KindConfig
+from pipeline.engine.config import KindConfig, Option, setting
 from pipeline.engine.errors import SetupError
 from pipeline.engine.memory import OOM_RETRIES
 from pipeline.sandbox import BACKENDS
 from pipeline.sandbox.interpreters import describe, resolve_python
-from pipeline.stages.decontaminate import Decontaminator
-from pipeline.stages.go import trajectories as go_trajectories
-from pipeline.stages.trace_functions import REPR_MODES, TRACER_BACKENDS, ReprLimits
-from pipeline.stages.trajectories import SamplingSettings
 
 
 @dataclass(frozen=True)
 class SandboxedConfig(KindConfig):
     """The config base of a kind whose units run untrusted code: which sandbox backend runs it."""
 
-    sandbox: str = "bwrap"
+    sandbox: str = setting(
+        "bwrap", Option("--sandbox", "where untrusted code runs; process runs it without isolation", choices=BACKENDS)
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -32,39 +29,26 @@ class SandboxedConfig(KindConfig):
             raise ValueError(f"unknown sandbox {self.sandbox!r}: choose one of {', '.join(BACKENDS)}")
 
 
-def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--sandbox",
-        choices=BACKENDS,
-        default="bwrap",
-        help="where untrusted code runs (default bwrap; process runs it without isolation)",
+@dataclass(frozen=True)
+class PythonConfig(SandboxedConfig):
+    """The config base of a kind whose untrusted code is Python: the interpreter that runs it in the sandbox (a
+    resolved path; None: the sandbox's own)."""
+
+    python: str | None = setting(
+        None,
+        Option(
+            "--python",
+            "the interpreter that runs the traced code in the sandbox: a path, a command (python3.12) or a version "
+            "pyenv has, e.g. 3.12",
+            parse=lambda given: None if given is None else resolve_python(given),
+            default_text="this one, under bwrap and process; docker always runs its image's",
+        ),
     )
 
-
-def add_interpreter_arguments(parser: argparse.ArgumentParser) -> None:
-    """Which Python runs the traced code, and which tracer backend records it (both in the config hash)."""
-    parser.add_argument(
-        "--python",
-        default=None,
-        help="the interpreter that runs the traced code in the sandbox: a path, a version pyenv has (3.12) or a "
-        "command (python3.12); default: this one (bwrap, process); docker always runs its image's",
-    )
-    parser.add_argument(
-        "--tracer-backend",
-        choices=TRACER_BACKENDS,
-        default="auto",
-        help="how the tracer gets its events: sys.monitoring (CPython 3.12+, much cheaper where nothing is "
-        "recorded) or sys.settrace; auto (default) takes sys.monitoring where the interpreter has it",
-    )
-
-
-def python_from(args: argparse.Namespace) -> str | None:
-    """The resolved --python (a real path), or None for the sandbox's own interpreter."""
-    if args.python is None:
-        return None
-    if args.sandbox == "docker":
-        raise ValueError("--python does not apply to --sandbox docker: it runs its image's Python")
-    return resolve_python(args.python)
+    def __post_init__(self):
+        super().__post_init__()
+        if self.python is not None and self.sandbox == "docker":
+            raise ValueError("--python does not apply to --sandbox docker: it runs its image's Python")
 
 
 def check_tracer_backend(sandbox: str, python: str | None, backend: str) -> None:
@@ -82,72 +66,6 @@ def check_tracer_backend(sandbox: str, python: str | None, backend: str) -> None
         )
 
 
-def add_repr_mode_argument(parser: argparse.ArgumentParser) -> None:
-    """How values are rendered: the mode and the caps (ReprLimits, part of the job's config hash)."""
-    parser.add_argument(
-        "--repr-mode",
-        choices=REPR_MODES,
-        default=ReprLimits.mode,
-        help="how values of the program's classes are rendered: structural (from their state, no program "
-        "code run) or user (their own __repr__; only for code known to have pure reprs)",
-    )
-    for name, what in (
-        ("chars", "characters of one value's repr (a longer one is cut, marked …)"),
-        ("items", "items shown per container, fields per object"),
-        ("depth", "levels of nested containers shown"),
-    ):
-        parser.add_argument(
-            f"--max-repr-{name}",
-            type=int,
-            default=getattr(ReprLimits, f"max_{name}"),
-            help=f"cap on the {what}; default %(default)s (schemas/reprs.md)",
-        )
-
-
-def repr_limits_from(args: argparse.Namespace) -> ReprLimits:
-    return ReprLimits(args.max_repr_chars, args.max_repr_items, args.max_repr_depth, args.repr_mode)
-
-
-def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=SamplingSettings.seed, help="seed of every random choice")
-    parser.add_argument(
-        "--per-trace", type=int, default=SamplingSettings.per_trace, help="trajectories per trace and direction"
-    )
-    parser.add_argument(
-        "--full-locals",
-        action="store_true",
-        help="write every frame's locals in full, as CWM does (default: the tracegen locals delta)",
-    )
-    parser.add_argument(
-        "--directions",
-        choices=("both", *DIRECTIONS),
-        default="both",
-        help="the trees trajectories walk: both (default), forward only, or inverse only",
-    )
-
-
-def sampling_from(args: argparse.Namespace) -> SamplingSettings:
-    directions = DIRECTIONS if args.directions == "both" else (args.directions,)
-    policy = PolicyConfig(locals_delta=not args.full_locals, directions=directions)
-    return SamplingSettings(seed=args.seed, per_trace=args.per_trace, policy=policy)
-
-
-def add_trajectory_arguments(parser: argparse.ArgumentParser) -> None:
-    """--go-window and --go-stride: the go_trajectories windows (trace-go and rederive-go)."""
-    parser.add_argument(
-        "--go-window",
-        type=int,
-        default=go_trajectories.WINDOW,
-        help=f"steps per go_trajectories window (default {go_trajectories.WINDOW})",
-    )
-    parser.add_argument(
-        "--go-stride",
-        type=int,
-        default=go_trajectories.STRIDE,
-        help=f"steps between the starts of a run's consecutive windows (default {go_trajectories.STRIDE})",
-    )
-
-
 def add_memory_options(parser: argparse.ArgumentParser, default: str = "the kind's") -> None:
     """Memory per unit (pipeline/engine/memory.py): what each unit's Ray task asks for and is stopped past."""
     parser.add_argument(
@@ -162,28 +80,3 @@ def add_memory_options(parser: argparse.ArgumentParser, default: str = "the kind
         default=OOM_RETRIES,
         help=f"times a unit stopped for memory is run again before it is recorded failed (default {OOM_RETRIES})",
     )
-
-
-def add_decontaminate_arguments(parser: argparse.ArgumentParser) -> None:
-    """Benchmark files whose items' near-copies are dropped (pipeline/stages/decontaminate.py), and the MinHash
-    rule's threshold; both in the config hash."""
-    parser.add_argument(
-        "--decontaminate",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="benchmark JSONL files ({id, code, input, output, entry?}): drop what matches an item (MinHash of the "
-        "dedup's shingles, a shared 13-token run, or a function record's input and output); each drop is a "
-        "`contaminated` row",
-    )
-    parser.add_argument(
-        "--decontaminate-threshold",
-        type=float,
-        default=Decontaminator.threshold,
-        help="estimated Jaccard similarity from which code matches a benchmark item (default %(default)s)",
-    )
-
-
-def decontaminator_from(args: argparse.Namespace) -> Decontaminator:
-    """The benchmark files read and indexed on the driver (a ValueError names a bad file or line)."""
-    return Decontaminator.from_files(args.decontaminate, args.decontaminate_threshold)

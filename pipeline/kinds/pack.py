@@ -22,7 +22,6 @@ guarantees, so parallelism and retries are per piece. A unit reads its input a b
 window of their prefix (pipeline/stages/pack/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
 """
 
-import argparse
 import posixpath
 import re
 from collections import Counter
@@ -34,12 +33,11 @@ from typing import ClassVar
 
 import pyarrow.compute as pc
 
-from pipeline.engine.config import HASHED_WHEN_SET, KindConfig
+from pipeline.engine.config import KindConfig, Option, setting
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import Dataset, open_dataset, shard_batches, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import add_decontaminate_arguments, decontaminator_from
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
@@ -54,6 +52,11 @@ BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_ru
 RUN_BATCH = 8
 MIB = 1 << 20
 BPE_SAMPLE_BYTES = 64 * MIB  # Parquet (zstd) bytes of trajectories a BPE reads, ~5x that in text: bpe_sample
+# The options of the packing settings (pipeline/stages/pack/packing.py), which the kind offers.
+PACKING_OPTIONS = {
+    "seq_len": Option("--seq-len", "tokens per sample"),
+    "loss": Option("--loss", "states: predicted states only; all: all tokens", choices=LOSS_MODES),
+}
 
 
 @dataclass(frozen=True)
@@ -66,12 +69,21 @@ class PackConfig(KindConfig):
 
     kind: ClassVar[str] = "pack"
     tables: ClassVar[tuple[str, ...]] = ("packed", "contaminated", "failures")
-    packing: PackSettings = field(default_factory=PackSettings)
-    tokenizer: str = "bpe"  # bench/RESULTS.md "Ablations": 6.6x the bytes' held-out state exact match per token
-    vocab_size: int = 2048
-    holdout: float = 0.0
-    unit_mb: int = 256
-    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
+    packing: PackSettings = setting(default_factory=PackSettings, options=PACKING_OPTIONS)
+    # bench/RESULTS.md "Ablations": the BPE has 6.6x the bytes' held-out state exact match per token
+    tokenizer: str = setting("bpe", Option("--tokenizer", "a BPE trained here, or bytes", choices=MODES))
+    vocab_size: int = setting(2048, Option("--vocab-size", "BPE vocabulary size"))
+    holdout: float = setting(
+        0.0, Option("--holdout", "share of sources (programs) left out of the samples, for tracegen evaluate")
+    )
+    unit_mb: int = setting(
+        256,
+        Option(
+            "--unit-mb",
+            "the most MiB of trajectories (uncompressed) one unit reads; larger shards are split by row groups",
+        ),
+    )
+    decontaminate: Decontaminator = setting(default_factory=Decontaminator, hashed="when_set")
 
     def __post_init__(self):
         super().__post_init__()
@@ -84,27 +96,6 @@ class PackConfig(KindConfig):
             raise ValueError(f"--holdout must be a fraction in [0, 1), got {self.holdout!r}")
         if self.tokenizer not in MODES:
             raise ValueError(f"--tokenizer must be one of {', '.join(MODES)}, got {self.tokenizer!r}")
-
-
-def add_format_arguments(parser: argparse.ArgumentParser) -> None:
-    """What the samples look like: their length, the tokenizer and the loss mask (also an ablation's variants')."""
-    parser.add_argument("--seq-len", type=int, default=PackSettings.seq_len, help="tokens per sample")
-    parser.add_argument(
-        "--tokenizer", choices=MODES, default=PackConfig.tokenizer, help="a BPE trained here (default) or bytes"
-    )
-    parser.add_argument("--vocab-size", type=int, default=PackConfig.vocab_size, help="BPE vocabulary size")
-    parser.add_argument(
-        "--loss", choices=LOSS_MODES, default="states", help="states: predicted states only (default); all tokens"
-    )
-
-
-def format_from(args: argparse.Namespace) -> dict:
-    """The PackConfig fields of `add_format_arguments`' options."""
-    return {
-        "packing": PackSettings(seq_len=args.seq_len, loss=args.loss),
-        "tokenizer": args.tokenizer,
-        "vocab_size": args.vocab_size,
-    }
 
 
 @dataclass(frozen=True)
@@ -165,32 +156,11 @@ def _by_source_unit(dataset: Dataset, tables: tuple[str, ...]) -> dict[tuple[str
 class PackKind(JobKind[PackConfig]):
     command = "pack"
     help = "tokenize and pack a dataset's trajectories and Go examples into fixed-length samples"
+    config_type = PackConfig
+    source = Option("--data", "a dataset or versioned root (the --out of a job)")
     throughput = Throughput("pack", "out", "samples")
     task_memory_mb = 4096
     smaller_units = "a smaller --unit-mb"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--data", required=True, help="a dataset or versioned root (the --out of a job)")
-        add_format_arguments(parser)
-        parser.add_argument(
-            "--unit-mb",
-            type=int,
-            default=PackConfig.unit_mb,
-            help="the most MiB of trajectories (uncompressed) one unit reads; larger shards are split by row groups "
-            "(default 256)",
-        )
-        parser.add_argument(
-            "--holdout",
-            type=float,
-            default=PackConfig.holdout,
-            help="share of sources (programs) left out of the samples, for tracegen evaluate (default 0)",
-        )
-        add_decontaminate_arguments(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, PackConfig]:
-        return args.data, PackConfig(
-            **format_from(args), holdout=args.holdout, unit_mb=args.unit_mb, decontaminate=decontaminator_from(args)
-        )
 
     def units(self, source: str, config: PackConfig) -> list[Unit]:
         dataset = open_dataset(source, "give the --out of a tracegen job", "--data")

@@ -12,18 +12,16 @@ run's row is still written). A dataset with another go_runs version is refused (
 holds no program sources, one before 4 no leaked states.
 """
 
-import argparse
 import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pipeline.engine.config import KindConfig
+from pipeline.engine.config import KindConfig, Option, setting
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import Failure, failure_row
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import find_dataset, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.kinds.options import add_trajectory_arguments
 from pipeline.stages.go import GO_TABLES
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go import trajectories as go_trajectories
@@ -44,10 +42,10 @@ class RederiveConfig(KindConfig):
 
     kind: ClassVar[str] = "rederive-go"
     tables: ClassVar[tuple[str, ...]] = GO_TABLES
-    max_events: int = 0
+    max_events: int = setting(0, Option("--max-events", "event cap per run (0: the stored cap)"))
     min_prefix_runs: int = 2
-    trajectory_window: int = go_trajectories.WINDOW
-    trajectory_stride: int = go_trajectories.STRIDE
+    trajectory_window: int = setting(go_trajectories.WINDOW, go_trajectories.WINDOW_OPTION)
+    trajectory_stride: int = setting(go_trajectories.STRIDE, go_trajectories.STRIDE_OPTION)
 
     def __post_init__(self):
         super().__post_init__()
@@ -73,19 +71,11 @@ class ProgramShards:
 class RederiveKind(JobKind[RederiveConfig]):
     command = "rederive-go"
     help = "re-derive Go events and distributions from a Go dataset's stored raw traces"
+    config_type = RederiveConfig
+    source = Option("--data", "a Go dataset (the --out of trace-go)")
     throughput = Throughput("go_runs", "events", "events")
     task_memory_mb = 2048
     smaller_units = "a unit is one program: a lower --max-events"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--data", required=True, help="a Go dataset (the --out of trace-go)")
-        parser.add_argument("--max-events", type=int, default=0, help="event cap per run (0: the stored cap)")
-        add_trajectory_arguments(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, RederiveConfig]:
-        return args.data, RederiveConfig(
-            max_events=args.max_events, trajectory_window=args.go_window, trajectory_stride=args.go_stride
-        )
 
     def preflight(self, config: RederiveConfig) -> None:
         go_build.ensure_harness()

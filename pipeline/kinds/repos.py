@@ -18,32 +18,19 @@ download cache live under `cache_dir` (default `$TRACEGEN_CACHE`, else
 they say where the work happens, not what it computes.
 """
 
-import argparse
 import functools
 import os
 import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import HASHED_WHEN_SET, UNHASHED
+from pipeline.engine.config import Option, setting
 from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.orchestrate import map_tasks
 from pipeline.engine.stats import StageOutput
-from pipeline.kinds.options import (
-    SandboxedConfig,
-    add_decontaminate_arguments,
-    add_interpreter_arguments,
-    add_repr_mode_argument,
-    add_sampling_arguments,
-    add_sandbox_argument,
-    check_tracer_backend,
-    decontaminator_from,
-    python_from,
-    repr_limits_from,
-    sampling_from,
-)
+from pipeline.kinds.options import PythonConfig, check_tracer_backend
 from pipeline.sandbox import check_sandbox, make_sandbox
 from pipeline.sources.git_cache import GitCache
 from pipeline.sources.repo_manifest import RepoSpec, read_repo_manifest
@@ -60,22 +47,35 @@ def default_cache_dir() -> str:
 
 
 @dataclass(frozen=True)
-class ReposConfig(SandboxedConfig):
-    """What a repository-tracing job computes (the sandbox and the Python its venvs are made from, `python`:
-    a resolved path, None = the sandbox's own; entry budgets and tracer backend, sampling, the benchmark files
-    traces are cleaned against) and where its caches live (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed;
-    '' = the defaults above)."""
+class ReposConfig(PythonConfig):
+    """What a repository-tracing job computes (the sandbox and the Python its venvs are made from, entry budgets
+    and tracer backend, sampling, the benchmark files traces are cleaned against) and where its caches live
+    (`cache_dir`, `work_dir`, `pip_cache_dir`: not hashed; '' = the defaults above)."""
 
     kind: ClassVar[str] = "repos"
     tables: ClassVar[tuple[str, ...]] = ("traces", "trajectories", "repo_runs", "contaminated", "failures")
-    python: str | None = None
     trace: RepoTraceSettings = field(default_factory=RepoTraceSettings)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
-    tests_per_unit: int = 2000
-    decontaminate: Decontaminator = field(default_factory=Decontaminator, metadata=HASHED_WHEN_SET)
-    cache_dir: str = field(default="", metadata=UNHASHED)
-    work_dir: str = field(default="", metadata=UNHASHED)
-    pip_cache_dir: str = field(default="", metadata=UNHASHED)
+    tests_per_unit: int = setting(
+        2000,
+        Option(
+            "--tests-per-unit",
+            "split a repository's suite of more tests than this into units of about this many, by test module; "
+            "0: one unit per repository",
+        ),
+    )
+    decontaminate: Decontaminator = setting(default_factory=Decontaminator, hashed="when_set")
+    cache_dir: str = setting(
+        "",
+        Option(
+            "--cache-dir",
+            "git mirrors, sdists and pip downloads",
+            default_text="$TRACEGEN_CACHE or ~/.cache/tracegen",
+        ),
+        hashed=False,
+    )
+    work_dir: str = setting("", hashed=False)
+    pip_cache_dir: str = setting("", hashed=False)
 
     def __post_init__(self):
         super().__post_init__()
@@ -90,16 +90,6 @@ class ReposConfig(SandboxedConfig):
         """(the git and pip cache root, pip's download cache), absolute."""
         root = os.path.abspath(self.cache_dir or default_cache_dir())
         return root, self.pip_cache_dir or os.path.join(root, "pip")
-
-
-def add_tests_per_unit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tests-per-unit",
-        type=int,
-        default=ReposConfig.tests_per_unit,
-        help="split a repository's suite of more tests than this into units of about this many, by test module "
-        "(default %(default)s; 0: one unit per repository)",
-    )
 
 
 def plan_repo(spec: RepoSpec, config: ReposConfig) -> list[RepoSpec]:
@@ -144,47 +134,11 @@ def repo_units(plans: list[list[RepoSpec]]) -> list[Unit]:
 class ReposKind(JobKind[ReposConfig]):
     command = "trace-repos"
     help = "trace repositories' test suites (TOML manifest)"
+    config_type = ReposConfig
+    source = Option("--manifest", "TOML file of [[repo]] tables")
     throughput = Throughput("trace", "events", "events")
     task_memory_mb = 4096
     smaller_units = "a lower --tests-per-unit, or a lower --max-events"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--manifest", required=True, help="TOML file of [[repo]] tables")
-        add_sandbox_argument(parser)
-        add_interpreter_arguments(parser)
-        parser.add_argument(
-            "--max-events", type=int, default=RepoTraceSettings.max_events, help="events per entry trace"
-        )
-        parser.add_argument(
-            "--cache-dir",
-            default="",
-            help="git mirrors, sdists and pip downloads (default $TRACEGEN_CACHE or ~/.cache/tracegen)",
-        )
-        add_repr_mode_argument(parser)
-        parser.add_argument(
-            "--no-parity",
-            action="store_true",
-            help="skip the untraced run of each suite that checks the tracer did not change any test's outcome",
-        )
-        add_tests_per_unit_argument(parser)
-        add_sampling_arguments(parser)
-        add_decontaminate_arguments(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, ReposConfig]:
-        return args.manifest, ReposConfig(
-            sandbox=args.sandbox,
-            python=python_from(args),
-            trace=RepoTraceSettings(
-                max_events=args.max_events,
-                reprs=repr_limits_from(args),
-                parity=not args.no_parity,
-                tracer_backend=args.tracer_backend,
-            ),
-            sampling=sampling_from(args),
-            tests_per_unit=args.tests_per_unit,
-            cache_dir=args.cache_dir,
-            decontaminate=decontaminator_from(args),
-        )
 
     def preflight(self, config: ReposConfig) -> None:
         check_sandbox(config.sandbox, config.python)

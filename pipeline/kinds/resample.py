@@ -7,16 +7,14 @@ the output dataset. A unit's fingerprint is its shard's sha256 (and row group), 
 source dataset re-runs exactly the shards that changed.
 """
 
-import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pipeline.engine.config import KindConfig
+from pipeline.engine.config import KindConfig, Option
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import open_dataset, shard_batches
 from pipeline.engine.stats import StageOutput
-from pipeline.kinds.options import add_sampling_arguments, sampling_from
 from pipeline.stages.trajectories import SamplingSettings, TrajectorySampler
 
 
@@ -49,16 +47,11 @@ class TracesShard:
 class ResampleKind(JobKind[ResampleConfig]):
     command = "trajectories"
     help = "re-sample trajectories from stored traces"
+    config_type = ResampleConfig
+    source = Option("--traces", "a dataset (the --out of a tracing job)")
     throughput = Throughput("trajectories", "out", "trajectories")
     task_memory_mb = 2048
     smaller_units = "a unit is a shard of --traces: trace with smaller units"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--traces", required=True, help="a dataset (the --out of a tracing job)")
-        add_sampling_arguments(parser)
-
-    def configure(self, args: argparse.Namespace) -> tuple[str, ResampleConfig]:
-        return args.traces, ResampleConfig(sampling=sampling_from(args))
 
     def units(self, source: str, config: ResampleConfig) -> list[Unit]:
         dataset = open_dataset(source, "point it at the --out of a tracing job", "--traces")

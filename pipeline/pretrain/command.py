@@ -9,19 +9,21 @@ from dataclasses import fields
 
 from pipeline.debugger.language import DIALECTS
 from pipeline.engine.errors import SetupError
-from pipeline.kinds.options import (
-    add_interpreter_arguments,
-    add_repr_mode_argument,
-    add_sandbox_argument,
-    check_tracer_backend,
-    python_from,
-    repr_limits_from,
-)
+from pipeline.engine.options import CommandOptions
+from pipeline.kinds.functions import FunctionsConfig
+from pipeline.kinds.options import check_tracer_backend
 from pipeline.pretrain.config import EVALUATION_SPLITS, GO_BALANCES, GO_OBJECTIVES, TrainConfig
 from pipeline.sandbox import check_sandbox
-from pipeline.stages.trace_functions import TraceSettings
 
 TRAIN_MODULES = ("torch", "ray.train.torch")  # what the train extra (pyproject.toml) installs, as imported
+# How --benchmark items are traced and predicted inputs run: trace-functions' own settings of these options.
+TRACING = CommandOptions(
+    (FunctionsConfig,),
+    only=(
+        *("--sandbox", "--python", "--tracer-backend"),
+        *("--repr-mode", "--max-repr-chars", "--max-repr-items", "--max-repr-depth"),
+    ),
+)
 
 
 def require_train_extra(command: str) -> None:
@@ -129,9 +131,7 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         "results",
     )
     benchmark.add_argument("--completions", help="--dialect cwm: JSONL {id, completion} of the prompts to score")
-    add_sandbox_argument(parser)  # these three: how --benchmark items are traced and predicted inputs run
-    add_interpreter_arguments(parser)
-    add_repr_mode_argument(parser)
+    TRACING.add_to(parser)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
@@ -168,14 +168,10 @@ def run_benchmark(args: argparse.Namespace) -> int:
     from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark
     from pipeline.pretrain.benchmark_cwm import score_cwm_completions, write_cwm_prompts
 
-    python = python_from(args)
-    check_sandbox(args.sandbox, python)
-    check_tracer_backend(args.sandbox, python, args.tracer_backend)
-    tracing = {
-        "sandbox": args.sandbox,
-        "python": python,
-        "trace": TraceSettings(reprs=repr_limits_from(args), tracer_backend=args.tracer_backend),
-    }
+    (config,) = TRACING.build(args)
+    check_sandbox(config.sandbox, config.python)
+    check_tracer_backend(config.sandbox, config.python, config.trace.tracer_backend)
+    tracing = {"sandbox": config.sandbox, "python": config.python, "trace": config.trace}
     if args.dialect == "cwm" and not args.completions:
         missing = write_cwm_prompts(args.benchmark, args.out, **tracing)
         for item, why in missing.items():

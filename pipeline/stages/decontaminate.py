@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipeline.engine.config import UNHASHED
+from pipeline.engine.config import Option, setting
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sources.benchmark import read_benchmark
 from pipeline.stages.code_tokens import NORMALISATION, normalised_tokens, written_tokens
@@ -55,7 +55,15 @@ from pipeline.stages.dedup import DedupSettings, signature_matrix, token_signatu
 RULES = ("minhash", "ngram", "io")
 CONTENT_TOKENS = 3  # the least content tokens (`_is_content`) in a run of normalised tokens the ngram rule uses
 _NUMBERED = re.compile(r"v\d+(_\d+)?$")
-OPTION = "--decontaminate"
+BENCHMARKS = Option(
+    "--decontaminate",
+    "benchmark JSONL files ({id, code, input, output, entry?}): drop what matches an item (MinHash of the dedup's "
+    "shingles, a shared 13-token run, or a function record's input and output); each drop is a `contaminated` row",
+    nargs="+",
+    metavar="FILE",
+    show=list,
+    default_text="none",
+)
 
 
 @dataclass(frozen=True)
@@ -95,11 +103,14 @@ class Decontaminator:
     files by `from_files`, the one way to make a decontaminator that matches). No benchmarks: nothing is ever
     dropped."""
 
-    benchmarks: tuple[BenchmarkFile, ...] = ()
-    threshold: float = 0.8
+    benchmarks: tuple[BenchmarkFile, ...] = setting((), BENCHMARKS)
+    threshold: float = setting(
+        0.8,
+        Option("--decontaminate-threshold", "estimated Jaccard similarity from which code matches a benchmark item"),
+    )
     ngram: int = 13
     normalisation: int = NORMALISATION  # pipeline/stages/code_tokens.py: the code rules' tokens
-    index: BenchmarkIndex = field(default_factory=BenchmarkIndex, metadata=UNHASHED, compare=False, repr=False)
+    index: BenchmarkIndex = setting(default_factory=BenchmarkIndex, hashed=False, compare=False, repr=False)
 
     def __post_init__(self):
         if not 0.0 < self.threshold <= 1.0:
@@ -123,7 +134,7 @@ class Decontaminator:
         cls, paths: list[str] | tuple[str, ...], threshold: float = 0.8, ngram: int = 13
     ) -> "Decontaminator":
         """Read every benchmark file (a ValueError names a bad one) and index its items."""
-        benchmarks = [read_benchmark(path, OPTION) for path in paths]
+        benchmarks = [read_benchmark(path, BENCHMARKS.flag) for path in paths]
         settings = cls(tuple(BenchmarkFile(b.path, b.sha256) for b in benchmarks), threshold, ngram)
         items = [(position, item) for position, b in enumerate(benchmarks) for item in b.items]
         ngrams: dict[str, int] = {}
@@ -145,6 +156,11 @@ class Decontaminator:
             tuple((p, item.id) for p, item in items), sigs, ngrams, tuple(counts), written, tuple(written_counts), io
         )
         return cls(settings.benchmarks, threshold, ngram, index=index)
+
+    @classmethod
+    def from_options(cls, benchmarks: list[str], threshold: float = 0.8) -> "Decontaminator":
+        """The decontaminator `--decontaminate FILE... --decontaminate-threshold T` ask for, built on the driver."""
+        return cls.from_files(benchmarks, threshold)
 
     def _ngrams(self, tokens: list[str], least: int = 0) -> set[str]:
         """The runs of `ngram` tokens (none when there are fewer) holding at least `least` content tokens."""

@@ -20,6 +20,7 @@ missing, replaced or malformed gets its own failure row; the records beside it a
 import hashlib
 from dataclasses import asdict, dataclass, field
 
+from pipeline.engine.config import Option, setting
 from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Sandbox
@@ -36,6 +37,12 @@ from pipeline.stages.tracefile import (
 from tracers.trace.backends import CHOICES as TRACER_BACKENDS
 
 REPR_MODES = ("structural", "user")
+TRACER_BACKEND = Option(
+    "--tracer-backend",
+    "how the tracer gets its events: sys.monitoring (CPython 3.12+, much cheaper where nothing is recorded) or "
+    "sys.settrace; auto takes sys.monitoring where the interpreter has it",
+    choices=TRACER_BACKENDS,
+)
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,24 @@ class ReprLimits:
     at most ~200 characters per local per event, so the byte budget goes to events, not to one value.
     A capped value is marked `…` (schemas/reprs.md) and counted in `traces.n_capped_values`."""
 
-    max_chars: int = 200
-    max_items: int = 20
-    max_depth: int = 4
-    mode: str = "structural"
+    max_chars: int = setting(
+        200,
+        Option(
+            "--max-repr-chars",
+            "cap on the characters of one value's repr; a longer one is cut and marked …, see schemas/reprs.md",
+        ),
+    )
+    max_items: int = setting(20, Option("--max-repr-items", "cap on the items shown per container, fields per object"))
+    max_depth: int = setting(4, Option("--max-repr-depth", "cap on the levels of nested containers shown"))
+    mode: str = setting(
+        "structural",
+        Option(
+            "--repr-mode",
+            "how values of the program's classes are rendered: structural, from their state with no program code "
+            "run; or user, their own __repr__, only for code known to have pure reprs",
+            choices=REPR_MODES,
+        ),
+    )
 
     def __post_init__(self):
         for name, least in (("max_chars", 8), ("max_items", 1), ("max_depth", 1)):
@@ -70,13 +91,22 @@ class TraceSettings:
     """Budgets of one function trace and its repr caps, handed to the tracer, plus the per-record wall-clock
     kill."""
 
-    max_events: int = 10_000
+    max_events: int = setting(10_000, Option("--max-events", "events per trace"))
     max_bytes: int = 8 << 20
-    max_seconds: float = 5.0
-    record_timeout_s: float = 10.0
+    max_seconds: float = setting(5.0, Option("--max-seconds", "the tracer's time budget per record"))
+    record_timeout_s: float = setting(
+        10.0, Option("--record-timeout", "wall-clock kill per record (above --max-seconds)")
+    )
     reprs: ReprLimits = field(default_factory=ReprLimits)
-    check_parity: bool = False
-    tracer_backend: str = "auto"  # auto (sys.monitoring where the sandbox's Python has it), settrace, monitoring
+    check_parity: bool = setting(
+        False,
+        Option(
+            "--check-parity",
+            "run each record once more untraced and flag traces whose return value or exception differs",
+            action="store_true",
+        ),
+    )
+    tracer_backend: str = setting("auto", TRACER_BACKEND)
 
     def __post_init__(self):
         check_tracer_backend_name(self.tracer_backend)

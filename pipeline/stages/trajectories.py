@@ -4,14 +4,35 @@ A trace whose shape the state trees cannot walk (empty, malformed) becomes a fai
 unexpected error on one trace, which never costs another trace its trajectories.
 """
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass
 
 from pipeline.debugger.events import Trace, TraceShapeError
-from pipeline.debugger.policy import PolicyConfig, Trajectory, sample_trajectories
+from pipeline.debugger.policy import DIRECTIONS, PolicyConfig, Trajectory, sample_trajectories
+from pipeline.engine.config import Option, setting
 from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 
 STAGE = "trajectories"
+BOTH = "both"
+# The options of the policy's settings a job offers (the debugger, pure, declares none).
+POLICY_OPTIONS = {
+    "directions": Option(
+        "--directions",
+        "the trees trajectories walk: both, forward only, or inverse only",
+        choices=(BOTH, *DIRECTIONS),
+        parse=lambda given: DIRECTIONS if given == BOTH else (given,),
+        show=lambda directions: BOTH if tuple(directions) == DIRECTIONS else directions[0],
+    ),
+    "locals_delta": Option(
+        "--full-locals",
+        "write every frame's locals in full, as CWM does",
+        action="store_true",
+        parse=operator.not_,
+        show=operator.not_,
+        default_text="off: the tracegen locals delta",
+    ),
+}
 
 
 def trajectory_row(trajectory: Trajectory) -> dict:
@@ -37,9 +58,9 @@ class SamplingSettings:
     """How trajectories are drawn from each trace: the seed of every choice, how many per trace and
     direction, and the policy."""
 
-    seed: int = 0
-    per_trace: int = 2
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    seed: int = setting(0, Option("--seed", "seed of every random choice"))
+    per_trace: int = setting(2, Option("--per-trace", "trajectories per trace and direction"))
+    policy: PolicyConfig = setting(default_factory=PolicyConfig, options=POLICY_OPTIONS)
 
     def __post_init__(self):
         if type(self.seed) is not int:

@@ -28,6 +28,7 @@ Goroutine ids: the harness numbers goroutines per run; here they are renumbered 
 key paths (`canonical_ids`), so every run of a program uses the same id for the same goroutine.
 """
 
+import argparse
 import hashlib
 import os
 import re
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import zstandard
 
-from pipeline.engine.config import UNHASHED
+from pipeline.engine.config import Option, setting
 from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
@@ -63,9 +64,17 @@ TRACE_ZSTD_LEVEL = 3
 SYSTEM_DIRS = ("/usr/", "/etc/", "/opt/")
 
 
+def gomaxprocs_list(given: str) -> tuple[int, ...]:
+    """`--gomaxprocs 1,2,4` as the values."""
+    try:
+        return tuple(int(value) for value in given.split(",") if value.strip())
+    except ValueError:
+        raise ValueError(f"--gomaxprocs {given!r} is not a comma list of integers, e.g. 1,2,4") from None
+
+
 @dataclass(frozen=True)
 class GoSettings:
-    """What a Go tracing job computes (hashed) and where its caches live (`UNHASHED`: cache_dir, warm_imports).
+    """What a Go tracing job computes (hashed) and where its caches live (not hashed: cache_dir, warm_imports).
 
     runs: runs per program, each its own process. timeout_s: per-run timeout (a deadlocked or spinning
     run ends there). gomaxprocs: run i gets gomaxprocs[i % len]; empty leaves the runtime default.
@@ -86,16 +95,40 @@ class GoSettings:
     cache_dir: harness binary, warm caches and scratch ('' = $TRACEGEN_GO_CACHE or ~/.cache/tracegen/go).
     """
 
-    runs: int = 5
-    timeout_s: float = 5.0
-    gomaxprocs: tuple[int, ...] = ()
-    race: bool = False
+    runs: int = setting(5, Option("--runs", "runs per Go program"))
+    timeout_s: float = setting(
+        5.0,
+        Option(
+            "--timeout",
+            "seconds per run, for programs without their own: a `// tracegen: timeout=30s` header or an entry of "
+            "PROGRAMS/tracegen.toml",
+        ),
+    )
+    gomaxprocs: tuple[int, ...] = setting(
+        (),
+        Option(
+            "--gomaxprocs",
+            "comma list of GOMAXPROCS values, cycled over runs",
+            parse=gomaxprocs_list,
+            show=lambda values: ",".join(map(str, values)),
+            default_text="the runtime's",
+        ),
+    )
+    race: bool = setting(False, Option("--race", "build with the race detector", action="store_true"))
     test_regex: str = "^Test"
-    max_events: int = 20_000
+    max_events: int = setting(20_000, Option("--max-events", "event cap per run"))
     min_prefix_runs: int = 2
-    trajectory_window: int = go_trajectories.WINDOW
-    trajectory_stride: int = go_trajectories.STRIDE
-    rewrite: bool = True
+    trajectory_window: int = setting(go_trajectories.WINDOW, go_trajectories.WINDOW_OPTION)
+    trajectory_stride: int = setting(go_trajectories.STRIDE, go_trajectories.STRIDE_OPTION)
+    rewrite: bool = setting(
+        True,
+        Option(
+            "--rewrite",
+            "rewrite channel and sync operations so events name the objects and their states; a program that "
+            "cannot be rewritten runs unmodified, marked 'fallback' in go_runs.instrumentation",
+            action=argparse.BooleanOptionalAction,
+        ),
+    )
     keep_traces: bool = True
     max_trace_bytes: int = 64 << 20
     memory_bytes: int = 4 << 30
@@ -103,8 +136,8 @@ class GoSettings:
     nproc: int = 512
     file_bytes: int = 1 << 30
     max_output_bytes: int = 256 << 20
-    warm_imports: tuple[str, ...] = field(default=go_build.WARM_IMPORTS, metadata=UNHASHED)
-    cache_dir: str = field(default="", metadata=UNHASHED)
+    warm_imports: tuple[str, ...] = setting(go_build.WARM_IMPORTS, hashed=False)
+    cache_dir: str = setting("", hashed=False)
 
     def __post_init__(self):
         object.__setattr__(self, "gomaxprocs", tuple(self.gomaxprocs))

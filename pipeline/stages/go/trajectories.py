@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline.engine.config import Option
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.stages.go.next_event import (
     counted_runs,
@@ -27,6 +28,9 @@ from schemas.go_next_event import END, OUTCOMES
 
 WINDOW = 16
 STRIDE = 16
+# The options of a Go kind's window settings (trace-go's and rederive-go's).
+WINDOW_OPTION = Option("--go-window", "steps per go_trajectories window")
+STRIDE_OPTION = Option("--go-stride", "steps between the starts of a run's consecutive windows")
 
 
 @dataclass

@@ -11,6 +11,7 @@ stay read-only. Loopback connections are allowed where the sandbox has a network
 """
 
 import json
+import operator
 import os
 import shutil
 import stat
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from pipeline.engine.config import Option, setting
 from pipeline.engine.stats import StageCounters
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
@@ -26,7 +28,7 @@ from pipeline.sources.repo_manifest import RepoSpec
 from pipeline.stages.repos.install import open_up
 from pipeline.stages.repos.requests import base_env, write_request
 from pipeline.stages.repos.stream import ParsedStream, parse_repo_stream
-from pipeline.stages.trace_functions import ReprLimits, check_tracer_backend_name
+from pipeline.stages.trace_functions import TRACER_BACKEND, ReprLimits, check_tracer_backend_name
 
 MAX_LOG_BYTES = 4 << 20
 
@@ -47,11 +49,20 @@ class RepoTraceSettings:
     whether the suite also runs untraced to check that the tracer changed no test's outcome, and the tracer
     backend (auto: sys.monitoring where the venv's Python has it, tracers/suite/entry_monitoring.py)."""
 
-    max_events: int = 10_000
+    max_events: int = setting(10_000, Option("--max-events", "events per entry trace"))
     max_bytes: int = 8 << 20
     reprs: ReprLimits = field(default_factory=ReprLimits)
-    parity: bool = True
-    tracer_backend: str = "auto"
+    parity: bool = setting(
+        True,
+        Option(
+            "--no-parity",
+            "skip the untraced run of each suite that checks the tracer did not change any test's outcome",
+            action="store_true",
+            parse=operator.not_,
+            show=operator.not_,
+        ),
+    )
+    tracer_backend: str = setting("auto", TRACER_BACKEND)
 
     def __post_init__(self):
         check_tracer_backend_name(self.tracer_backend)
