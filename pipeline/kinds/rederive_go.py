@@ -7,7 +7,7 @@ shards, found through the source manifest by their unit number (in a compacted d
 compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds
 `go_runs`, `go_next_event`, `go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it
 can itself be re-derived or exported); a program whose stored traces do not re-parse is a failures row of its
-own, and so is each run whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the
+own, and so is each run whose re-derived events break a scheduler rule (pipeline/goscheduler/validity.py; the
 run's row is still written). A dataset with another go_runs version is refused (re-run trace-go): one before 3
 holds no program sources, one before 4 no leaked states.
 """
@@ -29,8 +29,8 @@ from pipeline.stages.go import build as go_build
 from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
+from pipeline.stages.go.runs import sequence_failure
 from pipeline.stages.go.trajectories import go_trajectory_rows
-from pipeline.stages.go.validity import sequence_failure
 from schemas import go_runs
 
 SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")

@@ -3,7 +3,7 @@ next scheduler events itself, and the scheduler's validity checker counts how ma
 
 For each window of the split (at most `max_rollouts`, in table order; a window that starts with End has nothing to
 roll out): the prompt is the packed document's text through `<|go_rollout|>` (pipeline/stages/pack/
-go_trajectories.py, windowed for the model's `seq_len`); the checker (pipeline/stages/go/validity.py, with the
+go_trajectories.py, windowed for the model's `seq_len`); the checker (pipeline/goscheduler/validity.py, with the
 run's GOMAXPROCS) replays the real prefix — the scheduler events of the window's first run, from go_runs. Then
 step by step: the type token is sampled (seeded) from the model's distribution over the outcome tokens, the rest
 of the line is decoded greedily until its newline (at most `MAX_LINE_TOKENS` tokens), and the line is parsed
@@ -23,10 +23,10 @@ import torch
 
 from pipeline.debugger.language import unescape
 from pipeline.engine.reader import table_rows
+from pipeline.goscheduler.events import scheduler_events
+from pipeline.goscheduler.validity import SchedulerChecker
 from pipeline.loader.split import is_heldout
 from pipeline.pretrain.model import DecodeCache
-from pipeline.stages.go.next_event import scheduler_events
-from pipeline.stages.go.validity import SchedulerChecker
 from pipeline.stages.pack.go_examples import GoExamples
 from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_document
 from schemas.go_next_event import END, OUTCOMES

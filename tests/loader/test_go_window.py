@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
+from pipeline.goscheduler.events import scheduler_events, state_after
 from pipeline.loader.tokenizer import bytes_tokenizer, train_bpe
-from pipeline.stages.go.next_event import scheduler_events, state_after
 from pipeline.stages.pack.go_examples import (
     GO_END,
     GO_EVENTS,
