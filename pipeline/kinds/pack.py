@@ -19,7 +19,7 @@ its own (`UNIT~pK`, its fingerprint names its row groups), with the same exactly
 guarantees, so parallelism and retries are per piece. A unit reads its input a batch of rows at a time
 (`pyarrow.ParquetFile.iter_batches`), and its samples go to the unit's sink as they fill
 (pipeline/stages/pack/packing.py): memory is a batch, never a shard. Go examples and trajectory documents carry a
-window of their prefix (pipeline/stages/pack/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
+window of their prefix (pipeline/format/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
 """
 
 import argparse
@@ -39,13 +39,13 @@ from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
 from pipeline.engine.reader import Dataset, open_dataset, shard_batches, shard_rows
 from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.format.documents import Document, trajectory_group, trajectory_spans
+from pipeline.format.go_examples import GoExamples, needed_runs
+from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_documents
+from pipeline.format.split import is_heldout
+from pipeline.format.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.kinds.options import add_decontaminate_arguments, decontaminator_from
-from pipeline.loader.split import is_heldout
-from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
-from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
-from pipeline.stages.pack.go_examples import GoExamples, needed_runs
-from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_documents
 from pipeline.stages.pack.packing import LOSS_MODES, Packer, PackSettings
 
 _SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
@@ -59,7 +59,7 @@ BPE_SAMPLE_BYTES = 64 * MIB  # Parquet (zstd) bytes of trajectories a BPE reads,
 @dataclass(frozen=True)
 class PackConfig(KindConfig):
     """How samples are made: their length and loss mask, the tokenizer (bytes, or a BPE of vocab_size), and the
-    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source),
+    share of sources held out of training for `tracegen evaluate` (pipeline/format/split.py: by source),
     `unit_mb`: the most MiB of trajectories (uncompressed) one unit reads (a larger shard is split by row groups),
     and the benchmark files whose items' copies are left out (`decontaminate`: a trajectory whose trace's code
     matches one)."""
@@ -286,8 +286,8 @@ class PackKind(JobKind[PackConfig]):
     def _go_documents(
         payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter
     ) -> Iterator[Document]:
-        """The unit's Go examples (pipeline/stages/pack/go_examples.py) and trajectory documents
-        (pipeline/stages/pack/go_trajectories.py), without held-out programs: its exact rows and trajectory
+        """The unit's Go examples (pipeline/format/go_examples.py) and trajectory documents
+        (pipeline/format/go_trajectories.py), without held-out programs: its exact rows and trajectory
         windows (no text: small), then the runs they show, read a few at a time, then one document at a time."""
         shards, root = payload.shards, payload.root
         columns = ["program_id", "prefix_kind", "depth", "prefix_hash", "runs", "counts", "n"]

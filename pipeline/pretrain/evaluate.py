@@ -1,6 +1,6 @@
 """`tracegen evaluate --run RUN --data DATASET --out RESULTS.json`: score a trained neural debugger.
 
-Trajectories: each `trajectories.text` is cut after every action (pipeline/stages/pack/documents.py's
+Trajectories: each `trajectories.text` is cut after every action (pipeline/format/documents.py's
 spans: prompt, then action span / state span pairs); the model decodes greedily from the cut until it has
 written one state (a frame through `<|frame_sep|>`, or an end token) or `--max-new-tokens`; the prediction is
 parsed with the formal language's parser (`parse_state`, deltas against the true last locals) and compared
@@ -22,7 +22,7 @@ pipeline/pretrain/go_rollouts.py.
 With `--per-cut` the results also list every scored cut (`CutLog`), so models trained on differently formatted data
 can be compared on their common cuts (pipeline/ablate/compare.py).
 
-Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
+Split: `heldout` (default) keeps only the sources `pipeline.format.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
 every source (e.g. to check that a model memorised its training set).
 
@@ -39,16 +39,16 @@ import torch
 
 from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, State, parse, parse_state
 from pipeline.engine.reader import open_dataset, table_rows
+from pipeline.format.documents import trajectory_spans
+from pipeline.format.go_tokens import OUTCOME_TOKENS
+from pipeline.format.split import is_heldout
 from pipeline.loader import load_tokenizer
-from pipeline.loader.split import is_heldout
 from pipeline.pretrain.baselines import BASELINES, baseline_states
 from pipeline.pretrain.checkpoints import latest_checkpoint
 from pipeline.pretrain.config import EVALUATION_SPLITS
 from pipeline.pretrain.go_metrics import go_examples, go_metrics
 from pipeline.pretrain.go_rollouts import go_rollout_metrics, rollout_summary
 from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
-from pipeline.stages.pack.documents import trajectory_spans
-from pipeline.stages.pack.go_examples import OUTCOME_TOKENS
 from schemas.go_next_event import OUTCOMES
 
 COMPONENTS = ("event", "source", "locals", "arg")

@@ -1,7 +1,7 @@
 """Go next-event metrics of `tracegen evaluate`: for each held-out exact-prefix `go_next_event` row, the model's
 distribution over the outcome tokens after the example's `<|go_next|>` against the empirical one — top-1 accuracy
 (overall, per most frequent event type, and their macro average), expected calibration error and KL(empirical ‖
-model). The prompts are the packed examples' (pipeline/stages/pack/go_examples.py), windowed for the model's
+model). The prompts are the packed examples' (pipeline/format/go_examples.py), windowed for the model's
 `seq_len`."""
 
 from collections import Counter, defaultdict
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.engine.reader import table_rows
-from pipeline.loader.split import is_heldout
-from pipeline.loader.tokenizer import PackTokenizer
-from pipeline.stages.pack.go_examples import go_documents
+from pipeline.format.go_examples import go_documents
+from pipeline.format.split import is_heldout
+from pipeline.format.tokenizer import PackTokenizer
 from schemas.go_next_event import OUTCOMES
 
 if TYPE_CHECKING:  # evaluate.py imports this module

@@ -23,12 +23,12 @@ import torch
 
 from pipeline.debugger.language import unescape
 from pipeline.engine.reader import table_rows
+from pipeline.format.go_examples import GoExamples
+from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_document
+from pipeline.format.split import is_heldout
 from pipeline.goscheduler.events import scheduler_events
 from pipeline.goscheduler.validity import SchedulerChecker
-from pipeline.loader.split import is_heldout
 from pipeline.pretrain.model import DecodeCache
-from pipeline.stages.pack.go_examples import GoExamples
-from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_document
 from schemas.go_next_event import END, OUTCOMES
 
 if TYPE_CHECKING:  # evaluate.py imports this module
