@@ -9,6 +9,7 @@ from dataclasses import fields
 
 from pipeline.debugger.language import DIALECTS
 from pipeline.engine.errors import SetupError
+from pipeline.format.split import EVALUATION_SPLITS
 from pipeline.kinds.options import (
     add_interpreter_arguments,
     add_repr_mode_argument,
@@ -17,7 +18,7 @@ from pipeline.kinds.options import (
     python_from,
     repr_limits_from,
 )
-from pipeline.pretrain.config import EVALUATION_SPLITS, GO_BALANCES, GO_OBJECTIVES, TrainConfig
+from pipeline.pretrain.config import GO_BALANCES, GO_OBJECTIVES, TrainConfig
 from pipeline.sandbox import check_sandbox
 from pipeline.stages.trace_functions import TraceSettings
 
@@ -144,7 +145,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     if args.benchmark:
         return run_benchmark(args)
-    from pipeline.pretrain.evaluate import evaluate, results_table
+    from pipeline.evaluation.evaluate import evaluate, results_table
 
     results = evaluate(
         args.run,
@@ -165,8 +166,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_benchmark(args: argparse.Namespace) -> int:
     """`tracegen evaluate --benchmark`: items traced (and predicted inputs run) as `trace-functions` would."""
-    from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark
-    from pipeline.pretrain.benchmark_cwm import score_cwm_completions, write_cwm_prompts
+    from pipeline.evaluation.benchmark import Decoding, benchmark_table, evaluate_benchmark
+    from pipeline.evaluation.benchmark_cwm import score_cwm_completions, write_cwm_prompts
 
     python = python_from(args)
     check_sandbox(args.sandbox, python)

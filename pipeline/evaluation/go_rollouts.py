@@ -16,7 +16,6 @@ prefix the checker rejects is a parser bug, not the model's: it is counted (`pre
 import re
 from collections.abc import Sequence
 from itertools import islice
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,11 +27,9 @@ from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_d
 from pipeline.format.split import is_heldout
 from pipeline.goscheduler.events import scheduler_events
 from pipeline.goscheduler.validity import SchedulerChecker
-from pipeline.pretrain.model import DecodeCache
+from pipeline.model.decoding import Model
+from pipeline.model.network import DecodeCache
 from schemas.go_next_event import END, OUTCOMES
-
-if TYPE_CHECKING:  # evaluate.py imports this module
-    from pipeline.pretrain.evaluate import Model
 
 MAX_LINE_TOKENS = 96
 _LINE = re.compile(r"g(\d+)(?: \((.*)\))?(?: (\S+) (\S+):(\d+))?(?: \[(\S+)(?: (.*))?\])?")
@@ -61,7 +58,7 @@ def parse_step(event: str, rest: str) -> dict | None:
 class Rollout:
     """Rollouts of one model: the model, and the seeded generator its type tokens are sampled with."""
 
-    def __init__(self, model: "Model", seed: int):
+    def __init__(self, model: Model, seed: int):
         self.model = model
         self.generator = torch.Generator(device=model.device).manual_seed(seed)
 
@@ -107,7 +104,7 @@ class Rollout:
         return valid
 
 
-def go_rollout_metrics(model: "Model", data: str, split: str, holdout: float, max_rollouts: int, seed: int) -> dict:
+def go_rollout_metrics(model: Model, data: str, split: str, holdout: float, max_rollouts: int, seed: int) -> dict:
     """The mean number of valid steps of the model's rollouts from the split's windows (see the module doc); {}
     when the dataset has no window of the split."""
     if type(max_rollouts) is not int or max_rollouts < 0:
