@@ -4,6 +4,7 @@ included), and a module over ~400 lines is one that does a single job (listed be
 tests/import_graph.py's: every import counts, inside functions and under TYPE_CHECKING too."""
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -77,6 +78,11 @@ NEVER_IMPORTS = {
 ALLOWED = {
     ("pipeline.evaluation", "pipeline.stages.trace_functions"): "a benchmark's items are traced as function records",
 }
+# The only modules that know a shard's file name: the reader that parses it and the writers that make it.
+SHARD_NAMERS = {"pipeline.engine.reader", "pipeline.writers.parquet", "pipeline.engine.compaction.files"}
+SHARD_PREFIXES = ("part-", "compact-")
+_SHARD_PATTERN = re.compile(r"(?:part|compact)-.*(?:\\d|\\\.|\(\?|\[)")  # a regular expression over shard names
+_STRING_TESTS = {"startswith", "endswith", "removeprefix", "removesuffix", "split", "rsplit", "partition", "find"}
 # The only modules that import Ray: the engine's one Ray module and Ray Train's two.
 RAY_MODULES = {"pipeline.engine.orchestrate", "pipeline.pretrain.launch", "pipeline.pretrain.train"}
 
@@ -131,6 +137,33 @@ def test_the_graph_counts_imports_in_functions_and_under_type_checking():
         for node in import_statements(ast.parse(source))
     ]
     assert sorted(names) == ["a", "b", "typing"]
+
+
+def shard_name_parsers(tree: ast.AST) -> list[str]:
+    """The regular expressions over shard names (`part-…`, `compact-…`) in a module, and its string tests of them
+    (`name.startswith("part-")`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SHARD_PATTERN.search(node.value):
+            found.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_TESTS:
+            found += [
+                arg.value
+                for arg in node.args
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith(SHARD_PREFIXES)
+            ]
+    return found
+
+
+def test_shard_names_are_parsed_by_the_reader_alone():
+    assert shard_name_parsers(ast.parse('re.compile(r"part-(\\d+)-\\d+\\.parquet")\nname.startswith("compact-")\n'))
+    parsers = {
+        module: found
+        for module, path in project_modules().items()
+        if module not in SHARD_NAMERS and (found := shard_name_parsers(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert parsers == {}, "read what wrote a shard with pipeline.engine.reader.shard_writer / shards_by_writer"
+    assert shard_name_parsers(ast.parse((ROOT / "pipeline/engine/reader.py").read_text(encoding="utf-8")))
 
 
 def test_only_the_engines_ray_module_and_ray_train_import_ray():

@@ -13,7 +13,6 @@ holds no program sources, one before 4 no leaked states.
 """
 
 import argparse
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -21,7 +20,7 @@ from pipeline.engine.config import KindConfig
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import Failure, failure_row
 from pipeline.engine.kind import JobKind, Throughput
-from pipeline.engine.reader import find_dataset, shard_rows
+from pipeline.engine.reader import find_dataset, shard_rows, shard_writer
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.kinds.options import add_trajectory_arguments
 from pipeline.stages.go import GO_TABLES
@@ -32,8 +31,6 @@ from pipeline.stages.go.rederive import rederive_runs
 from pipeline.stages.go.runs import sequence_failure
 from pipeline.stages.go.trajectories import go_trajectory_rows
 from schemas import go_runs
-
-SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -106,13 +103,13 @@ class RederiveKind(JobKind[RederiveConfig]):
         by_unit: dict[str, dict[str, list[dict]]] = {}
         for table in tables:
             for shard in dataset.shards(table):
-                match = SHARD_UNIT.search(shard["path"])
-                if match is None:
+                found = shard_writer(shard["path"])
+                if found is None:
                     raise ValueError(
                         f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet "
                         f"or compact-G.parquet"
                     )
-                unit = match.group(2) or f"{int(match.group(1)):05d}"
+                unit = found[2]
                 by_unit.setdefault(unit, {name: [] for name in tables})[table].append(shard)
         units = []
         for index, (unit, shards) in enumerate(sorted(by_unit.items())):
