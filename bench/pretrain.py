@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 from pipeline.engine.job import run_job  # noqa: E402
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind  # noqa: E402
 from pipeline.kinds.pack import PackConfig, PackKind  # noqa: E402
+from pipeline.model.network import ModelConfig  # noqa: E402
 from pipeline.pretrain.config import TrainConfig  # noqa: E402
 from pipeline.pretrain.launch import check_run_config  # noqa: E402
-from pipeline.pretrain.model import ModelConfig  # noqa: E402
 from pipeline.pretrain.train import train_worker  # noqa: E402
 from pipeline.stages.pack.packing import PackSettings  # noqa: E402
 

@@ -23,7 +23,7 @@ from pipeline.engine.versions import CommitConflict
 from pipeline.export import DIALECTS, export
 from pipeline.kinds import KINDS
 from pipeline.kinds.options import add_memory_options
-from pipeline.pretrain.checkpoints import METRICS
+from pipeline.model.checkpoints import METRICS
 from pipeline.pretrain.command import add_evaluate_arguments, add_pretrain_arguments, run_evaluate, run_pretrain
 from pipeline.refresh.command import add_refresh_arguments, run_refresh
 

@@ -58,7 +58,7 @@ SCHEMA = pa.schema(
         field(
             "go_positions",
             _list(pa.int32()),
-            "positions of the Go next-event tokens carrying a soft target (pipeline/stages/pack/go_examples.py)",
+            "positions of the Go next-event tokens carrying a soft target (pipeline/format/go_examples.py)",
             nullable=False,
         ),
         field(

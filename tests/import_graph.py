@@ -1,6 +1,6 @@
 """The project's import graph, read with `ast` (tests/test_layout.py checks it has no cycle; tests/engine checks the
-engine's layers): every import statement, module level or inside a function (a local import that dodges a cycle is
-still a cycle), but those under `if TYPE_CHECKING:`, which never run."""
+engine's layers): every import statement, module level, inside a function or under `if TYPE_CHECKING:` (a local or
+type-only import that dodges a cycle at run time is still a loop in the design)."""
 
 import ast
 from pathlib import Path
@@ -21,18 +21,9 @@ def project_modules() -> dict[str, Path]:
     return modules
 
 
-def runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements that can run: all of them but those under `if TYPE_CHECKING:`."""
-    found, pending = [], [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            pending.extend(node.orelse)
-            continue
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return found
+def import_statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, wherever it stands."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -47,7 +38,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         targets = set()
-        for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in import_statements(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets.update(owner(alias.name) for alias in node.names)
                 continue

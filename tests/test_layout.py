@@ -1,12 +1,14 @@
 """The layout rules of docs/architecture.md, checked: no import cycle among the project's modules, every module
-imports alone, each layer never imports what §3 says it never imports (Ray included), and a module over ~400 lines
-is one that does a single job (listed below with that job). The graph is tests/import_graph.py's."""
+imports alone, each layer of §3 imports only the rows above it and never what its row says it never imports (Ray
+included), and a module over ~400 lines is one that does a single job (listed below with that job). The graph is
+tests/import_graph.py's: every import counts, inside functions and under TYPE_CHECKING too."""
 
 import ast
+import re
 import subprocess
 import sys
 
-from import_graph import PACKAGES, ROOT, cycles, import_graph, project_modules, runtime_imports
+from import_graph import PACKAGES, ROOT, cycles, import_graph, import_statements, project_modules
 
 MAX_LINES = 400
 # Modules over MAX_LINES, each with the one job that keeps it whole.
@@ -20,23 +22,67 @@ LONG_MODULES = {
     "tracers.trace.tracer": "the capture and its settrace delivery, inline on purpose like the entry tracer",
 }
 
-# docs/architecture.md §3's "never imports" column: layer -> the project packages it must not import.
+# docs/architecture.md §3's rows, top first: a module is in the row of the longest name that prefixes it, and imports
+# only its own row and the rows above it.
+LAYERS = (
+    ("tracers",),
+    ("schemas",),
+    ("pipeline.writers",),
+    ("pipeline.engine",),
+    ("pipeline.debugger",),
+    ("pipeline.goscheduler",),
+    ("pipeline.format",),
+    ("pipeline.sandbox",),
+    ("pipeline.sources",),
+    ("pipeline.stages",),
+    ("pipeline.kinds",),
+    ("pipeline.loader",),
+    ("pipeline.model",),
+    ("pipeline.evaluation",),
+    ("pipeline.pretrain",),
+    (
+        "pipeline",
+        "pipeline.refresh",
+        "pipeline.export",
+        "pipeline.ablate",
+        "pipeline.inspect",
+        "pipeline.version_report",
+        "pipeline.compact",
+        "pipeline.cli",
+        "pipeline.pretrain.command",  # the pretrain and evaluate commands' options, beside cli.py
+    ),
+)
+# §3's "never imports" column: layer -> the rows above it that it still must not import.
 NEVER_IMPORTS = {
-    "tracers": ("pipeline", "schemas"),
-    "schemas": ("pipeline", "tracers"),
-    "pipeline.writers": (
-        "pipeline.engine",
+    "schemas": ("tracers",),
+    "pipeline.writers": ("tracers", "schemas"),
+    "pipeline.engine": ("tracers",),
+    "pipeline.debugger": ("tracers", "pipeline.writers", "pipeline.engine"),
+    "pipeline.goscheduler": ("tracers", "pipeline.writers", "pipeline.engine", "pipeline.debugger"),
+    "pipeline.format": ("tracers", "pipeline.writers", "pipeline.engine"),
+    "pipeline.sandbox": ("pipeline.debugger", "pipeline.goscheduler", "pipeline.format"),
+    "pipeline.sources": ("pipeline.debugger", "pipeline.goscheduler", "pipeline.format"),
+    "pipeline.loader": (
+        "tracers",
+        "pipeline.debugger",
+        "pipeline.sandbox",
+        "pipeline.sources",
         "pipeline.stages",
         "pipeline.kinds",
-        "pipeline.sources",
-        "pipeline.sandbox",
     ),
-    "pipeline.engine": ("pipeline.kinds", "pipeline.stages", "pipeline.sources", "pipeline.sandbox"),
-    "pipeline.debugger": ("pipeline.engine", "pipeline.stages", "pipeline.kinds", "pipeline.sandbox", "tracers"),
-    "pipeline.sandbox": ("pipeline.stages", "pipeline.kinds"),
-    "pipeline.sources": ("pipeline.stages", "pipeline.kinds"),
-    "pipeline.stages": ("pipeline.kinds",),
+    "pipeline.model": ("tracers", "pipeline.sandbox", "pipeline.sources", "pipeline.stages", "pipeline.kinds"),
+    "pipeline.evaluation": ("pipeline.writers", "pipeline.stages", "pipeline.kinds"),
+    "pipeline.pretrain": ("tracers", "pipeline.sandbox", "pipeline.sources", "pipeline.stages", "pipeline.kinds"),
 }
+# The crossings §3 allows in spite of the column above, each with its reason.
+ALLOWED = {
+    ("pipeline.evaluation", "pipeline.stages.trace_functions"): "a benchmark's items are traced as function records",
+}
+# The only modules that know a shard's file name: the reader that parses it and the writers that make it.
+SHARD_NAMERS = {"pipeline.engine.reader", "pipeline.writers.parquet", "pipeline.engine.compaction.files"}
+SHARD_PREFIXES = ("part-", "compact-")
+_SHARD_PATTERN = re.compile(r"(?:part|compact)-.*(?:\\d|\\\.|\(\?|\[)")  # a regular expression over shard names
+_STRING_TESTS = {"startswith", "endswith", "removeprefix", "removesuffix", "split", "rsplit", "partition", "find"}
 # The only modules that import Ray: the engine's one Ray module and Ray Train's two.
 RAY_MODULES = {"pipeline.engine.orchestrate", "pipeline.pretrain.launch", "pipeline.pretrain.train"}
 
@@ -54,24 +100,77 @@ def test_no_import_cycle_among_the_project_modules():
     assert cycles(import_graph(project_modules())) == []
 
 
+def _row(module: str) -> int:
+    """The index in LAYERS of the row a module belongs to."""
+    return max(
+        ((len(name), row) for row, names in enumerate(LAYERS) for name in names if _within(module, name)),
+        default=(0, len(LAYERS)),
+    )[1]
+
+
+def test_each_layer_imports_only_the_rows_above_it():
+    graph = import_graph(project_modules())
+    upward = sorted(
+        (module, imported) for module, imports in graph.items() for imported in imports if _row(imported) > _row(module)
+    )
+    assert upward == []
+
+
 def test_each_layer_never_imports_what_the_architecture_forbids():
     graph = import_graph(project_modules())
     crossings = sorted(
         (module, imported)
         for module, imports in graph.items()
         for layer, never in NEVER_IMPORTS.items()
-        if _within(module, layer)
+        if _within(module, layer) and _row(module) == _row(layer)
         for imported in imports
         if any(_within(imported, forbidden) for forbidden in never)
+        and not any(_within(imported, allowed) for (owner, allowed) in ALLOWED if owner == layer)
     )
     assert crossings == []
+
+
+def test_the_graph_counts_imports_in_functions_and_under_type_checking():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\ndef f():\n    from b import c\n"
+    names = [
+        node.names[0].name if isinstance(node, ast.Import) else node.module
+        for node in import_statements(ast.parse(source))
+    ]
+    assert sorted(names) == ["a", "b", "typing"]
+
+
+def shard_name_parsers(tree: ast.AST) -> list[str]:
+    """The regular expressions over shard names (`part-…`, `compact-…`) in a module, and its string tests of them
+    (`name.startswith("part-")`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SHARD_PATTERN.search(node.value):
+            found.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_TESTS:
+            found += [
+                arg.value
+                for arg in node.args
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith(SHARD_PREFIXES)
+            ]
+    return found
+
+
+def test_shard_names_are_parsed_by_the_reader_alone():
+    assert shard_name_parsers(ast.parse('re.compile(r"part-(\\d+)-\\d+\\.parquet")\nname.startswith("compact-")\n'))
+    parsers = {
+        module: found
+        for module, path in project_modules().items()
+        if module not in SHARD_NAMERS and (found := shard_name_parsers(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert parsers == {}, "read what wrote a shard with pipeline.engine.reader.shard_writer / shards_by_writer"
+    assert shard_name_parsers(ast.parse((ROOT / "pipeline/engine/reader.py").read_text(encoding="utf-8")))
 
 
 def test_only_the_engines_ray_module_and_ray_train_import_ray():
     importers = {
         module
         for module, path in project_modules().items()
-        for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8")))
+        for node in import_statements(ast.parse(path.read_text(encoding="utf-8")))
         for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
         if name == "ray" or name.startswith("ray.")
     }
@@ -108,7 +207,7 @@ def test_every_module_imports_alone():
     modules = project_modules()
     third_party = set()
     for path in modules.values():
-        for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in import_statements(ast.parse(path.read_text(encoding="utf-8"))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if isinstance(node, ast.Import) or not node.level:
                 third_party.update(name for name in names if name.split(".")[0] not in PACKAGES)

@@ -1,10 +1,10 @@
 """An ablation's side-by-side comparison: every variant scored on the cuts all of them scored, with the baselines.
 
 Each variant's `tracegen evaluate --per-cut` results name every cut it scored by its trajectory (trace, direction,
-sample index) and the action's position, whatever the variant's text format (pipeline/pretrain/evaluate.py,
+sample index) and the action's position, whatever the variant's text format (pipeline/evaluation/evaluate.py,
 `CutLog`). A variant skips a cut whose prompt does not fit its context (full locals take more tokens than deltas,
 BPE fewer than bytes), so the table is scored on the cuts *every* variant scored — the same cuts, the same truth —
-and says how many that is of each variant's own. The baselines (pipeline/pretrain/baselines.py) of those cuts are
+and says how many that is of each variant's own. The baselines (pipeline/evaluation/baselines.py) of those cuts are
 the same for every variant (they read no model), so they are rows of their own.
 
 Written into the ablation's directory: `ablation.md` (the table, then the learning curves' image), `curves.png`
@@ -17,9 +17,9 @@ import os
 from collections import defaultdict
 
 from pipeline.ablate.run import STATE, write_json
-from pipeline.pretrain.baselines import BASELINES
+from pipeline.evaluation.baselines import BASELINES
+from pipeline.evaluation.evaluate import COMPONENTS, CUT_KEY
 from pipeline.pretrain.curve_report import BASELINE_STYLES, overall_baselines, read_metrics
-from pipeline.pretrain.evaluate import COMPONENTS, CUT_KEY
 from pipeline.pretrain.flops import mfu
 
 VIEWS = ("output", "input")  # the CruxEval-style views: return value from the entry call, arguments of the call

@@ -32,9 +32,9 @@ from pipeline.engine.reader import open_dataset
 from pipeline.kinds.pack import PackKind
 from pipeline.kinds.resample import ResampleConfig, ResampleKind
 from pipeline.loader import load_tokenizer
-from pipeline.pretrain.checkpoints import METRICS
+from pipeline.model.checkpoints import METRICS
+from pipeline.model.network import ModelConfig
 from pipeline.pretrain.config import TrainConfig
-from pipeline.pretrain.model import ModelConfig
 from pipeline.stages.trajectories import SamplingSettings
 
 STATE = "ablation.json"
@@ -134,7 +134,7 @@ class Ablation:
 
     def evaluate(self, variant: Variant, config: TrainConfig, data: VariantData) -> str:
         """The variant's results file, scored now unless it holds the run's last step already."""
-        from pipeline.pretrain.evaluate import evaluate
+        from pipeline.evaluation.evaluate import evaluate
 
         path = os.path.join(self.out, "results", f"{variant.name}.json")
         if _results_step(path) != config.steps:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 @dataclass(frozen=True)
 class AblationSettings:
-    holdout: float = 0.25  # share of sources held out (by source: pipeline/loader/split.py), the same for all
+    holdout: float = 0.25  # share of sources held out (by source: pipeline/format/split.py), the same for all
     seed: int = 0  # the model's init and the sample order
     tokens: int = 4_000_000  # training tokens per variant: steps = tokens / (global batch × seq_len)
     seq_len: int = 1024  # each variant's, unless it sets its own --seq-len

@@ -15,6 +15,10 @@ neither: what each of them read of the other is here.
 - `find_dataset` / `open_dataset`: a `Dataset` (its resolved URI, filesystem, root and manifest) that lists a
   table's shards in manifest order, inline or from its Parquet index (never a directory listing), and reads
   a shard's footer.
+- `shard_writer`, `shards_by_writer`: what wrote a shard, read from its name (a unit's `part-UNIT-SEQ`, a
+  compacted group's `compact-G`), and a dataset's shards grouped by it; `row_group_bytes`, `row_group_pieces`:
+  shards' row groups from their footers, cut into pieces of a bounded size. No other reader parses a shard's name
+  (the writers make them: pipeline/writers/parquet.py, pipeline/engine/compaction/files.py).
 - `shard_batches`, `shard_rows`, `shard_row_groups`, `table_rows`: rows a batch or a row group at a time,
   never a shard at once; `read_shard` reads one whole, for compaction's small loose shards only.
 """
@@ -23,7 +27,9 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -35,6 +41,7 @@ FORMATS = ("tracegen-dataset/1", "tracegen-dataset/2")  # what readers accept; d
 VERSIONS = "versions"
 LOG = "_log"
 BATCH_ROWS = 256
+_SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
 
 
 def open_root(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -175,6 +182,58 @@ def open_dataset(uri: str, hint: str, option: str = "") -> Dataset:
         named = f"{option} {uri!r}" if option else repr(uri)
         raise ValueError(f"{named} holds no dataset (no manifest.json); {hint}")
     return dataset
+
+
+def shard_writer(path: str) -> tuple[str, str, str] | None:
+    """(prefix, table, writer) of a shard path as a manifest lists it: the version directory before the table
+    (`../M/`, or ""), the table, and what wrote it: "UNIT" (five digits) for a unit's `part-UNIT-SEQ.parquet`,
+    "compact-G" for a compacted group's file; None for any other name."""
+    match = _SHARD.match(path)
+    if match is None:
+        return None
+    return match["prefix"], match["table"], match["group"] or f"{int(match['unit']):05d}"
+
+
+def shards_by_writer(dataset: Dataset, tables: tuple[str, ...]) -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """Shards grouped by the unit, or compacted group, (and version directory) that wrote them:
+    {(prefix, "UNIT" or "compact-G"): {table: shards}}."""
+    grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    for table in tables:
+        for shard in dataset.shards(table):
+            found = shard_writer(shard["path"])
+            if found is None or found[1] != table:
+                raise ValueError(
+                    f"shard {shard['path']!r} is not named {table}/part-UNIT-SEQ.parquet or {table}/compact-G.parquet"
+                )
+            grouped.setdefault((found[0], found[2]), {name: [] for name in tables})[table].append(shard)
+    return grouped
+
+
+def row_group_bytes(dataset: Dataset, paths: list[str]) -> list[list[int]]:
+    """Each shard's row groups' uncompressed sizes, from its footer (read concurrently: one small read each)."""
+
+    def sizes(path: str) -> list[int]:
+        metadata = dataset.footer(path)
+        return [metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups)]
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(sizes, paths))
+
+
+def row_group_pieces(paths: tuple[str, ...], sizes: list[list[int]], limit: int) -> list[dict[str, tuple[int, int]]]:
+    """The shards' row groups, in order, cut into runs of at most `limit` bytes (at least one row group each):
+    per piece {path: (first, stop)}. One piece when everything fits."""
+    pieces: list[dict[str, tuple[int, int]]] = [{}]
+    held = 0
+    for path, groups in zip(paths, sizes, strict=True):
+        for g, size in enumerate(groups):
+            if held and held + size > limit:
+                pieces.append({})
+                held = 0
+            first, _ = pieces[-1].get(path, (g, g))
+            pieces[-1][path] = (first, g + 1)
+            held += size
+    return pieces
 
 
 def read_shard(fs: pafs.FileSystem, root: str, path: str) -> pa.Table:

@@ -17,9 +17,9 @@ Two views of a run's events:
 from collections import Counter
 from collections.abc import Iterator
 
+from pipeline.goscheduler.events import blocked_on as waits_on
 from pipeline.inspect import load_table
 from pipeline.stages.go import build as go_build
-from pipeline.stages.go.next_event import blocked_on as waits_on
 from pipeline.stages.go.rederive import stored_transitions
 
 OPTIONS = {"runtime_goroutines"}
@@ -102,7 +102,7 @@ def program_snapshots(events: list[dict]) -> list[dict]:
     """Snapshots from go_runs events (program view): GoSyscall enter is the seed's GoBlock(syscall), exit
     its GoStart; GoTransition and annotations (user logs and regions, object operations) have no seed event
     and are left out; a GoBlock's blocked_on names the object and its state when the run was rewritten
-    (next_event.blocked_on); locals_hint is the event's program frame ('unknown' when it has none)."""
+    (goscheduler.events.blocked_on); locals_hint is the event's program frame ('unknown' when it has none)."""
     states: dict[int, dict] = {}
     out = []
     for event in events:

@@ -19,14 +19,12 @@ its own (`UNIT~pK`, its fingerprint names its row groups), with the same exactly
 guarantees, so parallelism and retries are per piece. A unit reads its input a batch of rows at a time
 (`pyarrow.ParquetFile.iter_batches`), and its samples go to the unit's sink as they fill
 (pipeline/stages/pack/packing.py): memory is a batch, never a shard. Go examples and trajectory documents carry a
-window of their prefix (pipeline/stages/pack/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
+window of their prefix (pipeline/format/go_examples.py, go_trajectories.py), never more than `--seq-len` tokens.
 """
 
 import posixpath
-import re
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import ClassVar
@@ -36,17 +34,24 @@ import pyarrow.compute as pc
 from pipeline.engine.config import KindConfig, Option, setting
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.kind import JobKind, Throughput
-from pipeline.engine.reader import Dataset, open_dataset, shard_batches, shard_rows
+from pipeline.engine.reader import (
+    Dataset,
+    open_dataset,
+    row_group_bytes,
+    row_group_pieces,
+    shard_batches,
+    shard_rows,
+    shards_by_writer,
+)
 from pipeline.engine.stats import StageCounters, StageOutput
-from pipeline.loader.split import is_heldout
-from pipeline.loader.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
+from pipeline.format.documents import Document, trajectory_group, trajectory_spans
+from pipeline.format.go_examples import GoExamples, needed_runs
+from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_documents
+from pipeline.format.split import is_heldout
+from pipeline.format.tokenizer import MODES, TOKENIZER_FILE, PackTokenizer, bytes_tokenizer, train_bpe
 from pipeline.stages.decontaminate import Decontaminator, TraceCleaner
-from pipeline.stages.pack.documents import Document, trajectory_group, trajectory_spans
-from pipeline.stages.pack.go_examples import GoExamples, needed_runs
-from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_documents
 from pipeline.stages.pack.packing import LOSS_MODES, Packer, PackSettings
 
-_SHARD = re.compile(r"^(?P<prefix>.*?)(?P<table>[a-z_]+)/(?:part-(?P<unit>\d+)-\d+|(?P<group>compact-\d+))\.parquet$")
 GO_TABLES = ("go_next_event", "go_trajectories", "go_runs", "go_programs")
 BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_runs is read RUN_BATCH at a time)
 RUN_BATCH = 8
@@ -62,7 +67,7 @@ PACKING_OPTIONS = {
 @dataclass(frozen=True)
 class PackConfig(KindConfig):
     """How samples are made: their length and loss mask, the tokenizer (bytes, or a BPE of vocab_size), and the
-    share of sources held out of training for `tracegen evaluate` (pipeline/loader/split.py: by source),
+    share of sources held out of training for `tracegen evaluate` (pipeline/format/split.py: by source),
     `unit_mb`: the most MiB of trajectories (uncompressed) one unit reads (a larger shard is split by row groups),
     and the benchmark files whose items' copies are left out (`decontaminate`: a trajectory whose trace's code
     matches one)."""
@@ -110,49 +115,6 @@ class PackShards:
     row_groups: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _row_group_bytes(dataset: Dataset, paths: list[str]) -> list[list[int]]:
-    """Each shard's row groups' uncompressed sizes, from its footer (read concurrently: one small read each)."""
-
-    def sizes(path: str) -> list[int]:
-        metadata = dataset.footer(path)
-        return [metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups)]
-
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        return list(pool.map(sizes, paths))
-
-
-def _pieces(paths: tuple[str, ...], sizes: list[list[int]], limit: int) -> list[dict[str, tuple[int, int]]]:
-    """The shards' row groups, in order, cut into runs of at most `limit` bytes (at least one row group each):
-    per piece {path: (first, stop)}. One piece when everything fits."""
-    pieces: list[dict[str, tuple[int, int]]] = [{}]
-    held = 0
-    for path, groups in zip(paths, sizes, strict=True):
-        for g, size in enumerate(groups):
-            if held and held + size > limit:
-                pieces.append({})
-                held = 0
-            first, _ = pieces[-1].get(path, (g, g))
-            pieces[-1][path] = (first, g + 1)
-            held += size
-    return pieces
-
-
-def _by_source_unit(dataset: Dataset, tables: tuple[str, ...]) -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """Shards grouped by the unit, or compacted group, (and version directory) that wrote them:
-    {(prefix, "UNIT" or "compact-G"): {table: shards}}."""
-    grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
-    for table in tables:
-        for shard in dataset.shards(table):
-            match = _SHARD.match(shard["path"])
-            if match is None or match["table"] != table:
-                raise ValueError(
-                    f"shard {shard['path']!r} is not named {table}/part-UNIT-SEQ.parquet or {table}/compact-G.parquet"
-                )
-            key = (match["prefix"], match["group"] or f"{int(match['unit']):05d}")
-            grouped.setdefault(key, {name: [] for name in tables})[table].append(shard)
-    return grouped
-
-
 class PackKind(JobKind[PackConfig]):
     command = "pack"
     help = "tokenize and pack a dataset's trajectories and Go examples into fixed-length samples"
@@ -165,8 +127,8 @@ class PackKind(JobKind[PackConfig]):
     def units(self, source: str, config: PackConfig) -> list[Unit]:
         dataset = open_dataset(source, "give the --out of a tracegen job", "--data")
         tokenizer = self._tokenizer(dataset, config)
-        plan = sorted(_by_source_unit(dataset, ("trajectories", "traces")).items()) + sorted(
-            _by_source_unit(dataset, GO_TABLES).items()
+        plan = sorted(shards_by_writer(dataset, ("trajectories", "traces")).items()) + sorted(
+            shards_by_writer(dataset, GO_TABLES).items()
         )
         plan = [
             (key, shards)
@@ -174,7 +136,7 @@ class PackKind(JobKind[PackConfig]):
             if shards.get("trajectories") or shards.get("go_next_event") or shards.get("go_trajectories")
         ]
         trajectory_paths = [shard["path"] for _, shards in plan for shard in shards.get("trajectories", [])]
-        sizes = dict(zip(trajectory_paths, _row_group_bytes(dataset, trajectory_paths), strict=True))
+        sizes = dict(zip(trajectory_paths, row_group_bytes(dataset, trajectory_paths), strict=True))
         units = []
         for (prefix, unit), shards in plan:
             paths = {table: tuple(shard["path"] for shard in found) for table, found in shards.items()}
@@ -184,7 +146,7 @@ class PackKind(JobKind[PackConfig]):
             pieces = [{}]
             if kind == "trajectories":
                 found = paths["trajectories"]
-                pieces = _pieces(found, [sizes[path] for path in found], config.unit_mb * MIB)
+                pieces = row_group_pieces(found, [sizes[path] for path in found], config.unit_mb * MIB)
             if len(pieces) == 1:
                 units.append(Unit(len(units), unit_id, PackShards(dataset.uri, paths, tokenizer.json), digest))
                 continue
@@ -256,8 +218,8 @@ class PackKind(JobKind[PackConfig]):
     def _go_documents(
         payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter, cleaner: TraceCleaner
     ) -> Iterator[Document]:
-        """The unit's Go examples (pipeline/stages/pack/go_examples.py) and trajectory documents
-        (pipeline/stages/pack/go_trajectories.py), without held-out programs and programs whose source matches a
+        """The unit's Go examples (pipeline/format/go_examples.py) and trajectory documents
+        (pipeline/format/go_trajectories.py), without held-out programs and programs whose source matches a
         benchmark item (`cleaner`: each a `contaminated` row): its exact rows and trajectory windows (no text:
         small), then the runs they show, read a few at a time, then one document at a time."""
         shards, root = payload.shards, payload.root

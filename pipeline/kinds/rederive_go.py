@@ -7,12 +7,11 @@ shards, found through the source manifest by their unit number (in a compacted d
 compacted group: it holds whole programs, all their tables; pipeline/engine/compaction/). The output holds
 `go_runs`, `go_next_event`, `go_trajectories`, and the raw `go_traces` and the `go_programs` rows again (so it
 can itself be re-derived or exported); a program whose stored traces do not re-parse is a failures row of its
-own, and so is each run whose re-derived events break a scheduler rule (pipeline/stages/go/validity.py; the
+own, and so is each run whose re-derived events break a scheduler rule (pipeline/goscheduler/validity.py; the
 run's row is still written). A dataset with another go_runs version is refused (re-run trace-go): one before 3
 holds no program sources, one before 4 no leaked states.
 """
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -20,18 +19,16 @@ from pipeline.engine.config import KindConfig, Option, setting
 from pipeline.engine.executor import Unit, UnitSink, fingerprint
 from pipeline.engine.failures import Failure, failure_row
 from pipeline.engine.kind import JobKind, Throughput
-from pipeline.engine.reader import find_dataset, shard_rows
+from pipeline.engine.reader import find_dataset, shard_rows, shard_writer
 from pipeline.engine.stats import StageCounters, StageOutput
 from pipeline.stages.go import GO_TABLES
 from pipeline.stages.go import build as go_build
 from pipeline.stages.go import trajectories as go_trajectories
 from pipeline.stages.go.next_event import next_event_rows
 from pipeline.stages.go.rederive import rederive_runs
+from pipeline.stages.go.runs import sequence_failure
 from pipeline.stages.go.trajectories import go_trajectory_rows
-from pipeline.stages.go.validity import sequence_failure
 from schemas import go_runs
-
-SHARD_UNIT = re.compile(r"(?:part-(\d+)-\d+|(compact-\d+))\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -96,13 +93,13 @@ class RederiveKind(JobKind[RederiveConfig]):
         by_unit: dict[str, dict[str, list[dict]]] = {}
         for table in tables:
             for shard in dataset.shards(table):
-                match = SHARD_UNIT.search(shard["path"])
-                if match is None:
+                found = shard_writer(shard["path"])
+                if found is None:
                     raise ValueError(
                         f"--data {source!r}: shard {shard['path']!r} is not named part-UNIT-SEQ.parquet "
                         f"or compact-G.parquet"
                     )
-                unit = match.group(2) or f"{int(match.group(1)):05d}"
+                unit = found[2]
                 by_unit.setdefault(unit, {name: [] for name in tables})[table].append(shard)
         units = []
         for index, (unit, shards) in enumerate(sorted(by_unit.items())):

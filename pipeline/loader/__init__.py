@@ -10,9 +10,9 @@
 torch DataLoader; `TorchPackedDataset` is the IterableDataset underneath.
 """
 
+from pipeline.format.tokenizer import PackTokenizer
 from pipeline.loader.packed import PackedLoader
 from pipeline.loader.shards import PackedShards, ShardError
-from pipeline.loader.tokenizer import PackTokenizer
 
 
 def load_tokenizer(packed: str) -> PackTokenizer:

@@ -27,10 +27,10 @@ the distribution-aware loss and cross-entropy on input_ids[p] (loss_mask is 1 th
 
 import numpy as np
 
+from pipeline.format.go_tokens import OUTCOME_TOKENS
+from pipeline.format.tokenizer import PackTokenizer
 from pipeline.loader.order import batch_slice, epoch_order, group_weight, validate_mix
 from pipeline.loader.shards import PackedShards
-from pipeline.loader.tokenizer import PackTokenizer
-from pipeline.stages.pack.go_examples import OUTCOME_TOKENS
 from schemas.go_next_event import OUTCOMES
 
 STATE_FORMAT = "tracegen-loader/1"

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.engine.reader import find_dataset, open_root, read_text, shard_file
-from pipeline.loader.tokenizer import TOKENIZER_FILE, PackTokenizer
+from pipeline.format.tokenizer import TOKENIZER_FILE, PackTokenizer
 from schemas.go_next_event import OUTCOMES
 
 _DENSE = ("input_ids", "loss_mask")

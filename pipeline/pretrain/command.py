@@ -10,9 +10,10 @@ from dataclasses import fields
 from pipeline.debugger.language import DIALECTS
 from pipeline.engine.errors import SetupError
 from pipeline.engine.options import CommandOptions
+from pipeline.format.split import EVALUATION_SPLITS
 from pipeline.kinds.functions import FunctionsConfig
 from pipeline.kinds.options import check_tracer_backend
-from pipeline.pretrain.config import EVALUATION_SPLITS, GO_BALANCES, GO_OBJECTIVES, TrainConfig
+from pipeline.pretrain.config import GO_BALANCES, GO_OBJECTIVES, TrainConfig
 from pipeline.sandbox import check_sandbox
 
 TRAIN_MODULES = ("torch", "ray.train.torch")  # what the train extra (pyproject.toml) installs, as imported
@@ -144,7 +145,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     if args.benchmark:
         return run_benchmark(args)
-    from pipeline.pretrain.evaluate import evaluate, results_table
+    from pipeline.evaluation.evaluate import evaluate, results_table
 
     results = evaluate(
         args.run,
@@ -165,8 +166,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_benchmark(args: argparse.Namespace) -> int:
     """`tracegen evaluate --benchmark`: items traced (and predicted inputs run) as `trace-functions` would."""
-    from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark
-    from pipeline.pretrain.benchmark_cwm import score_cwm_completions, write_cwm_prompts
+    from pipeline.evaluation.benchmark import Decoding, benchmark_table, evaluate_benchmark
+    from pipeline.evaluation.benchmark_cwm import score_cwm_completions, write_cwm_prompts
 
     (config,) = TRACING.build(args)
     check_sandbox(config.sandbox, config.python)

@@ -4,7 +4,6 @@ from dataclasses import asdict, dataclass, field
 
 GO_OBJECTIVES = ("kl", "ce")
 GO_BALANCES = ("none", "inverse", "sqrt")  # weights of the Go term per target event type (objective.py)
-EVALUATION_SPLITS = ("heldout", "all")  # tracegen evaluate --split: held-out sources only, or every source
 
 
 @dataclass(frozen=True)

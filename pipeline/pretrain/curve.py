@@ -3,7 +3,7 @@ steps (and at the last step) on a fixed slice of DATASET and logs one line to RU
 
 The slice: DATASET's held-out trajectories (every trajectory when the packed data held no source out), in table
 order, until `--eval-cuts` cuts are scored — the same cuts at every point and in every run of the same settings,
-decoded greedily as `tracegen evaluate` does (pipeline/pretrain/evaluate.py), so two runs with the same seed write
+decoded greedily as `tracegen evaluate` does (pipeline/evaluation/evaluate.py), so two runs with the same seed write
 the same curve. A point:
 
     {"step": S, "tokens": T, "eval": {"split", "trajectories", "cuts", "state", "per_action", "baselines"}}
@@ -14,10 +14,11 @@ all the slice's cuts; `per_action` is evaluate's table; `baselines` each baselin
 so it leaves training exactly as it would have been.
 """
 
-from pipeline.pretrain.baselines import BASELINES
+from pipeline.evaluation.baselines import BASELINES
+from pipeline.evaluation.evaluate import score_cuts
+from pipeline.model.decoding import Model
+from pipeline.model.network import DecoderLM
 from pipeline.pretrain.config import TrainConfig
-from pipeline.pretrain.evaluate import Model, score_cuts
-from pipeline.pretrain.model import DecoderLM
 
 MAX_NEW_TOKENS = 256
 

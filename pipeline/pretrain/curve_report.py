@@ -11,7 +11,7 @@ import html
 import json
 import os
 
-from pipeline.pretrain.checkpoints import CONFIG_FILE, METRICS
+from pipeline.model.checkpoints import CONFIG_FILE, METRICS
 
 BASELINE_STYLES = {"copy": ":", "next_line": "--", "oracle_structure": "-."}
 

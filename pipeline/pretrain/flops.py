@@ -6,7 +6,7 @@ output projection is counted as one matrix (vocab × width, 6 per parameter). Th
 of the device's data sheet, looked up by name; None for a device not in the table (and for CPUs).
 """
 
-from pipeline.pretrain.model import ModelConfig
+from pipeline.model.network import ModelConfig
 
 # Dense bf16 tensor-core peaks (FLOP/s, without sparsity), by a substring of torch.cuda.get_device_name().
 PEAK_BF16 = (

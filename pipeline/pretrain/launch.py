@@ -14,7 +14,7 @@ import os
 from dataclasses import replace
 
 from pipeline.engine.orchestrate import start_ray
-from pipeline.pretrain.checkpoints import CONFIG_FILE, METRICS
+from pipeline.model.checkpoints import CONFIG_FILE, METRICS
 from pipeline.pretrain.config import TrainConfig
 
 RESUMABLE = ("steps", "log_every", "checkpoint_every", "compile")  # may change between starts of one run

@@ -1,6 +1,6 @@
 """The training loop of `tracegen pretrain`: one function that every Ray Train worker runs.
 
-Each worker builds the model (pipeline/pretrain/model.py), wraps it for DDP (`ray.train.torch.prepare_model`:
+Each worker builds the model (pipeline/model/network.py), wraps it for DDP (`ray.train.torch.prepare_model`:
 gloo on CPU, NCCL on GPUs), and reads its rank's slice of every global batch from `PackedLoader`. The loss of a
 step is the mean over all loss tokens of the global batch (each rank's sum divided by the all-reduced count),
 so the curve does not depend on the number of workers. AdamW (weight decay on matrices only), linear warm-up
@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from pipeline.loader.packed import PackedLoader
-from pipeline.pretrain.checkpoints import CHECKPOINTS, METRICS, STATE_FILE, latest_checkpoint
+from pipeline.model.checkpoints import CHECKPOINTS, METRICS, STATE_FILE, latest_checkpoint
+from pipeline.model.network import DecoderLM, ModelConfig
 from pipeline.pretrain.config import TrainConfig
 from pipeline.pretrain.curve import curve_point, tokens_seen
-from pipeline.pretrain.model import DecoderLM, ModelConfig
 from pipeline.pretrain.objective import Targets, balance_weights, loss_sum_of
 from schemas.go_next_event import OUTCOMES
 

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.engine.job import run_job
+from pipeline.format.split import is_heldout
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
-from pipeline.loader.split import is_heldout
 
 HOLDOUT = 0.3
 CODES = [

@@ -6,7 +6,7 @@ import json
 from pipeline.ablate.compare import compare, scores
 from pipeline.ablate.run import STATE
 from pipeline.ablate.variants import parse_variant
-from pipeline.pretrain.model import ModelConfig
+from pipeline.model.network import ModelConfig
 
 ALL = {"state": True, "event": True, "source": True, "locals": True, "arg": True}
 NONE = dict.fromkeys(ALL, False)

@@ -3,7 +3,7 @@
 import pytest
 
 from pipeline.debugger.language import LanguageError, State, parse, parse_state
-from pipeline.stages.pack.documents import trajectory_spans
+from pipeline.format.documents import trajectory_spans
 
 TEXT = (
     "<|trace_context_start|>def f(x):  # << START_OF_TRACE\n    y = x + 1\n    return y\n<|frame_sep|>"

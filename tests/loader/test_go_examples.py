@@ -5,8 +5,8 @@ import numpy as np
 from loader_helpers import pack
 
 from pipeline.engine.reader import table_rows
+from pipeline.format.go_tokens import GO_NEXT, GO_PROGRAM, GO_ROLLOUT, OUTCOME_TOKENS
 from pipeline.loader import PackedLoader, load_tokenizer
-from pipeline.stages.pack.go_examples import GO_NEXT, GO_PROGRAM, GO_ROLLOUT, OUTCOME_TOKENS
 from schemas.go_next_event import OUTCOMES
 
 

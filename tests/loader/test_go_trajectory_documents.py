@@ -3,11 +3,12 @@ type token carries the step's soft target; packed, every step is a Go position o
 
 from collections import Counter
 
-from pipeline.loader.tokenizer import bytes_tokenizer
+from pipeline.format.go_examples import event_line, program_context
+from pipeline.format.go_tokens import GO_END, GO_EVENTS, GO_ROLLOUT, OUTCOME_TOKENS
+from pipeline.format.go_trajectories import GO_TRAJECTORY_GROUP, go_trajectory_documents
+from pipeline.format.tokenizer import bytes_tokenizer
 from pipeline.stages.go.next_event import counted_runs
 from pipeline.stages.go.trajectories import trajectory_rows
-from pipeline.stages.pack.go_examples import GO_END, GO_EVENTS, GO_ROLLOUT, OUTCOME_TOKENS, event_line, program_context
-from pipeline.stages.pack.go_trajectories import GO_TRAJECTORY_GROUP, go_trajectory_documents
 from pipeline.stages.pack.packing import Packer, PackSettings
 from schemas.go_next_event import OUTCOMES
 

@@ -5,13 +5,7 @@ from collections import Counter
 
 import pytest
 
-from pipeline.loader.tokenizer import bytes_tokenizer, train_bpe
-from pipeline.stages.go.next_event import scheduler_events, state_after
-from pipeline.stages.pack.go_examples import (
-    GO_END,
-    GO_EVENTS,
-    GO_NEXT,
-    OUTCOME_TOKENS,
+from pipeline.format.go_examples import (
     TOO_LONG,
     GoExamples,
     RunEvents,
@@ -20,6 +14,9 @@ from pipeline.stages.pack.go_examples import (
     goroutine_table,
     program_context,
 )
+from pipeline.format.go_tokens import GO_END, GO_EVENTS, GO_NEXT, OUTCOME_TOKENS
+from pipeline.format.tokenizer import bytes_tokenizer, train_bpe
+from pipeline.goscheduler.events import scheduler_events, state_after
 from schemas.go_next_event import OUTCOMES
 
 PROGRAM = {"program_id": "p/hand", "files": [{"path": "main.go", "text": "package main\n\nfunc main() {}\n"}]}

@@ -5,8 +5,8 @@ import hashlib
 import pytest
 
 from pipeline.debugger.language import SPECIAL_TOKENS, escape
-from pipeline.loader.tokenizer import ALL_SPECIAL_TOKENS, PAD, bytes_tokenizer, train_bpe
-from pipeline.stages.pack.go_examples import GO_TOKENS
+from pipeline.format.go_tokens import GO_TOKENS
+from pipeline.format.tokenizer import ALL_SPECIAL_TOKENS, PAD, bytes_tokenizer, train_bpe
 
 TEXTS = [
     "",

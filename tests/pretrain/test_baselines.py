@@ -1,8 +1,8 @@
 """The evaluation's baselines on a hand-made trajectory: each prediction and each score worked out by hand."""
 
 from pipeline.debugger.language import Action, Episode, State
-from pipeline.pretrain.baselines import baseline_states, neighbour_line
-from pipeline.pretrain.evaluate import Board
+from pipeline.evaluation.baselines import baseline_states, neighbour_line
+from pipeline.evaluation.evaluate import Board
 
 CODE = "def f(x):\n    y = x + 1\n\n    return y\n"
 STATES = (

@@ -10,11 +10,11 @@ from training_helpers import train, train_untrained
 from pipeline.cli import main
 from pipeline.debugger.policy import PolicyConfig
 from pipeline.engine.job import run_job
+from pipeline.evaluation.benchmark import Decoding, benchmark_table, evaluate_benchmark, pass_at_k
+from pipeline.evaluation.benchmark_cwm import entry_return_value
+from pipeline.evaluation.benchmark_items import call_input, execute, same_value, trace_items
 from pipeline.kinds.functions import FunctionsConfig, FunctionsKind
 from pipeline.kinds.pack import PackConfig, PackKind
-from pipeline.pretrain.benchmark import Decoding, benchmark_table, evaluate_benchmark, pass_at_k
-from pipeline.pretrain.benchmark_cwm import entry_return_value
-from pipeline.pretrain.benchmark_items import call_input, execute, same_value, trace_items
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.function_records import FunctionRecord
 from pipeline.stages.pack.packing import PackSettings

@@ -3,8 +3,8 @@ none for a CPU."""
 
 import pytest
 
+from pipeline.model.network import ModelConfig
 from pipeline.pretrain.flops import flops_per_token, mfu, peak_flops
-from pipeline.pretrain.model import ModelConfig
 
 
 def test_flops_per_token_are_six_per_matrix_parameter_plus_attention():

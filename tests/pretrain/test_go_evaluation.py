@@ -10,9 +10,9 @@ from go_helpers import requires_go
 
 from pipeline.engine.job import run_job
 from pipeline.engine.reader import table_rows
+from pipeline.evaluation.evaluate import evaluate
 from pipeline.kinds.pack import PackConfig, PackKind
 from pipeline.pretrain.config import TrainConfig
-from pipeline.pretrain.evaluate import evaluate
 from pipeline.pretrain.launch import check_run_config
 from pipeline.pretrain.train import train_worker
 from pipeline.stages.pack.packing import PackSettings

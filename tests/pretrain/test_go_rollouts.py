@@ -9,10 +9,11 @@ from go_helpers import requires_go
 from training_helpers import train, train_untrained
 
 from pipeline.engine.job import run_job
+from pipeline.evaluation.evaluate import evaluate, results_table
+from pipeline.evaluation.go_rollouts import parse_step
+from pipeline.format.go_examples import event_line
+from pipeline.format.go_tokens import OUTCOME_TOKENS
 from pipeline.kinds.pack import PackConfig, PackKind
-from pipeline.pretrain.evaluate import evaluate, results_table
-from pipeline.pretrain.go_rollouts import parse_step
-from pipeline.stages.pack.go_examples import OUTCOME_TOKENS, event_line
 from pipeline.stages.pack.packing import PackSettings
 
 SEQ_LEN = 512

@@ -6,7 +6,7 @@ import json
 import pytest
 from training_helpers import train, train_untrained
 
-from pipeline.pretrain.evaluate import evaluate
+from pipeline.evaluation.evaluate import evaluate
 
 
 @pytest.fixture(scope="module")

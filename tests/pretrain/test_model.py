@@ -2,7 +2,7 @@
 
 import torch
 
-from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
+from pipeline.model.network import DecodeCache, DecoderLM, ModelConfig
 
 
 def model() -> DecoderLM:

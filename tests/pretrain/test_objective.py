@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from pipeline.pretrain.go_metrics import expected_calibration_error, kl_divergence
+from pipeline.evaluation.go_metrics import expected_calibration_error, kl_divergence
 from pipeline.pretrain.objective import Targets, balance_weights, kl_to_empirical, loss_sum_of
 
 

@@ -17,7 +17,7 @@ exit_error). A program that does not compile gives one `go_runs` row with status
 run_index -1 (the compiler's message in stderr_tail) *and* a `failures` row (stage build), so it is
 counted among the failures too. A sandbox failure (the harness killed, e.g. past the wall clock) keeps
 the runs that finished and adds a failure row; so does a harness error or missing runs. Every run's events
-are checked against the scheduler's rules (pipeline/stages/go/validity.py): a run that breaks one keeps its
+are checked against the scheduler's rules (pipeline/goscheduler/validity.py): a run that breaks one keeps its
 row and adds an `InvalidEventSequence` failure row (the harness's parser is wrong).
 
 The program itself is one `go_programs` row (its source text and content hash, pipeline/stages/go/
@@ -42,6 +42,7 @@ import zstandard
 from pipeline.engine.config import Option, setting
 from pipeline.engine.failures import Failure, Failures, Input
 from pipeline.engine.stats import StageCounters, StageOutput
+from pipeline.goscheduler.validity import RULES, first_violation
 from pipeline.sandbox import Bind, Sandbox, SandboxLimits, SandboxResult
 from pipeline.sandbox.files import open_sandbox_file
 from pipeline.sources.go_programs import GoProgram
@@ -56,7 +57,6 @@ from pipeline.stages.go.harness_output import (
     run_gpaths,
 )
 from pipeline.stages.go.programs import program_row
-from pipeline.stages.go.validity import sequence_failure
 
 BUILD_LIMIT_S = 300.0  # the harness's own limit on one build
 PARSE_ALLOWANCE_S = 10.0  # per run, for the harness to read the trace
@@ -471,7 +471,7 @@ def _collect_runs(
     about: Input,
 ) -> None:
     """Each run's `go_runs` row (goroutines renumbered per program) and, when kept, its `go_traces` row; a run
-    whose events break a scheduler rule (pipeline/stages/go/validity.py) also gets a failure row."""
+    whose events break a scheduler rule (`sequence_failure`) also gets a failure row."""
     ids = canonical_ids(gpath for run in runs for gpath in run_gpaths(run))
     for run in runs:
         events, goroutines = renumber(run["events"], run["goroutines"], ids)
@@ -521,4 +521,19 @@ def _build_failure(run: dict) -> Failure:
         f"does not compile: {message}; fix the program (its go_runs row, "
         f"status build_error, holds the compiler's full message)",
         run["stderr_tail"],
+    )
+
+
+def sequence_failure(run: dict) -> Failure | None:
+    """The failure of a go_runs row whose events break a rule (None when they are valid): the row is still
+    written, but the parser that made it is wrong."""
+    violation = first_violation(run["events"], run["gomaxprocs"])
+    if violation is None:
+        return None
+    return Failure(
+        "parse",
+        "InvalidEventSequence",
+        f"run {run['run_index']}: event {violation.index} breaks the scheduler rule {violation.rule!r} "
+        f"({RULES[violation.rule]}): {violation.message}; the harness's parser is wrong, report it with the "
+        f"run's stored trace (the go_runs row is kept)",
     )

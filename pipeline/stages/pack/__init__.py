@@ -1,1 +1,1 @@
-"""The packing stage: trajectories and Go examples as documents of token spans, packed into fixed-length samples."""
+"""The packing stage: documents of the packed format (pipeline/format/) packed into fixed-length samples."""

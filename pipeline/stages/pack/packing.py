@@ -5,7 +5,7 @@ A `Packer` takes documents in order (`add`), tokenizes them a batch at a time (`
 group. A document is appended to its group's open sample while it fits. One that does not fit in what is left
 but fits in a sample starts a new one (short documents are never cut); a longer one starts a new sample too and
 continues in the next ones span by span, so it is cut only between spans — never inside a state
-(pipeline/stages/pack/documents.py). A document marked unsplittable (a Go example) that is longer than a
+(pipeline/format/documents.py). A document marked unsplittable (a Go example) that is longer than a
 sample, and any document with a span longer than a sample, is dropped and counted. Samples are padded with
 `<|pad|>` (loss 0, outside every document). Each sample holds documents of one mix group only, so the loader
 can weight groups by whole samples.
@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.loader.tokenizer import PackTokenizer
-from pipeline.stages.pack.documents import Document
+from pipeline.format.documents import Document
+from pipeline.format.tokenizer import PackTokenizer
 
 LOSS_MODES = ("states", "all")
 BATCH_DOCUMENTS = 256

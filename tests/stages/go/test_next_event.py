@@ -7,6 +7,7 @@ import math
 import pyarrow as pa
 import pytest
 
+from pipeline.goscheduler.events import state_after
 from pipeline.stages.go.next_event import (
     entropy_bits,
     exact_prefix_rows,
@@ -14,7 +15,6 @@ from pipeline.stages.go.next_event import (
     goroutine_exact_rows,
     goroutine_rows,
     next_event_rows,
-    state_after,
 )
 from schemas import schema_of
 from schemas.go_next_event import OUTCOMES

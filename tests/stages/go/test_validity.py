@@ -4,7 +4,8 @@ fires), valid sequences pass, and the checker goes on from the implied state aft
 import pytest
 from go_helpers import requires_bwrap, requires_go
 
-from pipeline.stages.go.validity import RULES, SchedulerChecker, first_violation, sequence_failure
+from pipeline.goscheduler.validity import RULES, SchedulerChecker, first_violation
+from pipeline.stages.go.runs import sequence_failure
 
 
 def ev(goroutine: int, event: str, reason: str = "", peer: int = -1) -> dict:

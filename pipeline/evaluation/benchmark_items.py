@@ -27,9 +27,9 @@ from pipeline.debugger.events import Trace, TraceShapeError
 from pipeline.debugger.language import ACTIONS, Action, LanguageError, State, parse_state, serialize
 from pipeline.debugger.render import forward_episode, inverse_episode
 from pipeline.debugger.trees import ForwardTree, build_forward, build_inverse
+from pipeline.format.documents import trajectory_spans
 from pipeline.sandbox import Sandbox
 from pipeline.sources.function_records import FunctionRecord
-from pipeline.stages.pack.documents import trajectory_spans
 from pipeline.stages.trace_functions import ReprLimits, TraceSettings, trace_functions
 
 UNIT = "benchmark"

@@ -1,18 +1,18 @@
 """The Go scheduler's invariants as named rules over a run's `go_runs.events`: an event-sequence validity checker.
 
 Every recorded run must satisfy them, so a violation means the harness's parser is wrong (the trace-go and
-rederive-go stages make it a failure row, `sequence_failure`); a model's sampled continuation is valid up to its
-first violation. The rules follow the harness's mapping (go_harness/README.md, "Validity rules"): a goroutine
-is in one of `Runnable`, `Running`, `Waiting`, `Syscall` or ended; each scheduler event requires a state and
-implies the next one. User annotations (`schemas.go_runs.ANNOTATIONS`) are skipped. Goroutine 0 of a main
-program exists before tracing starts: its first event is accepted in whatever state it implies.
+rederive-go stages make it a failure row, `sequence_failure` of pipeline/stages/go/runs.py); a model's sampled
+continuation is valid up to its first violation. The rules follow the harness's mapping (go_harness/README.md,
+"Validity rules"): a goroutine is in one of `Runnable`, `Running`, `Waiting`, `Syscall` or ended; each scheduler
+event requires a state and implies the next one. User annotations (`schemas.go_runs.ANNOTATIONS`) are skipped.
+Goroutine 0 of a main program exists before tracing starts: its first event is accepted in whatever state it
+implies.
 """
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.engine.failures import Failure
 from schemas.go_runs import ANNOTATIONS
 
 RULES: dict[str, str] = {
@@ -151,18 +151,3 @@ def first_violation(events: Iterable[Mapping[str, Any]], gomaxprocs: int | None 
         if violation is not None:
             return violation
     return None
-
-
-def sequence_failure(run: Mapping[str, Any]) -> Failure | None:
-    """The failure of a go_runs row whose events break a rule (None when they are valid): the row is still
-    written, but the parser that made it is wrong."""
-    violation = first_violation(run["events"], run["gomaxprocs"])
-    if violation is None:
-        return None
-    return Failure(
-        "parse",
-        "InvalidEventSequence",
-        f"run {run['run_index']}: event {violation.index} breaks the scheduler rule {violation.rule!r} "
-        f"({RULES[violation.rule]}): {violation.message}; the harness's parser is wrong, report it with the "
-        f"run's stored trace (the go_runs row is kept)",
-    )

@@ -3,7 +3,7 @@ next scheduler events itself, and the scheduler's validity checker counts how ma
 
 For each window of the split (at most `max_rollouts`, in table order; a window that starts with End has nothing to
 roll out): the prompt is the packed document's text through `<|go_rollout|>` (pipeline/stages/pack/
-go_trajectories.py, windowed for the model's `seq_len`); the checker (pipeline/stages/go/validity.py, with the
+go_trajectories.py, windowed for the model's `seq_len`); the checker (pipeline/goscheduler/validity.py, with the
 run's GOMAXPROCS) replays the real prefix — the scheduler events of the window's first run, from go_runs. Then
 step by step: the type token is sampled (seeded) from the model's distribution over the outcome tokens, the rest
 of the line is decoded greedily until its newline (at most `MAX_LINE_TOKENS` tokens), and the line is parsed
@@ -16,23 +16,20 @@ prefix the checker rejects is a parser bug, not the model's: it is counted (`pre
 import re
 from collections.abc import Sequence
 from itertools import islice
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from pipeline.debugger.language import unescape
 from pipeline.engine.reader import table_rows
-from pipeline.loader.split import is_heldout
-from pipeline.pretrain.model import DecodeCache
-from pipeline.stages.go.next_event import scheduler_events
-from pipeline.stages.go.validity import SchedulerChecker
-from pipeline.stages.pack.go_examples import GoExamples
-from pipeline.stages.pack.go_trajectories import needed_trajectory_runs, trajectory_document
+from pipeline.format.go_examples import GoExamples
+from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_document
+from pipeline.format.split import is_heldout
+from pipeline.goscheduler.events import scheduler_events
+from pipeline.goscheduler.validity import SchedulerChecker
+from pipeline.model.decoding import Model
+from pipeline.model.network import DecodeCache
 from schemas.go_next_event import END, OUTCOMES
-
-if TYPE_CHECKING:  # evaluate.py imports this module
-    from pipeline.pretrain.evaluate import Model
 
 MAX_LINE_TOKENS = 96
 _LINE = re.compile(r"g(\d+)(?: \((.*)\))?(?: (\S+) (\S+):(\d+))?(?: \[(\S+)(?: (.*))?\])?")
@@ -61,7 +58,7 @@ def parse_step(event: str, rest: str) -> dict | None:
 class Rollout:
     """Rollouts of one model: the model, and the seeded generator its type tokens are sampled with."""
 
-    def __init__(self, model: "Model", seed: int):
+    def __init__(self, model: Model, seed: int):
         self.model = model
         self.generator = torch.Generator(device=model.device).manual_seed(seed)
 
@@ -107,7 +104,7 @@ class Rollout:
         return valid
 
 
-def go_rollout_metrics(model: "Model", data: str, split: str, holdout: float, max_rollouts: int, seed: int) -> dict:
+def go_rollout_metrics(model: Model, data: str, split: str, holdout: float, max_rollouts: int, seed: int) -> dict:
     """The mean number of valid steps of the model's rollouts from the split's windows (see the module doc); {}
     when the dataset has no window of the split."""
     if type(max_rollouts) is not int or max_rollouts < 0:

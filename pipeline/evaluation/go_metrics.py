@@ -1,27 +1,24 @@
 """Go next-event metrics of `tracegen evaluate`: for each held-out exact-prefix `go_next_event` row, the model's
 distribution over the outcome tokens after the example's `<|go_next|>` against the empirical one — top-1 accuracy
 (overall, per most frequent event type, and their macro average), expected calibration error and KL(empirical ‖
-model). The prompts are the packed examples' (pipeline/stages/pack/go_examples.py), windowed for the model's
+model). The prompts are the packed examples' (pipeline/format/go_examples.py), windowed for the model's
 `seq_len`."""
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline.engine.reader import table_rows
-from pipeline.loader.split import is_heldout
-from pipeline.loader.tokenizer import PackTokenizer
-from pipeline.stages.pack.go_examples import go_documents
+from pipeline.format.go_examples import go_documents
+from pipeline.format.split import is_heldout
+from pipeline.format.tokenizer import PackTokenizer
+from pipeline.model.decoding import Model
 from schemas.go_next_event import OUTCOMES
-
-if TYPE_CHECKING:  # evaluate.py imports this module
-    from pipeline.pretrain.evaluate import Model
 
 ECE_BINS = 10
 
 
-def go_metrics(model: "Model", examples: list[tuple[str, np.ndarray]]) -> dict:
+def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
     """Top-1 accuracy (overall, by the most frequent event type, and their macro average: each type that occurs
     counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
     correct, kls, by_type = [], [], defaultdict(list)

@@ -8,6 +8,8 @@ every run, and moves no existing source when the corpus grows. The key is the pr
 
 import hashlib
 
+EVALUATION_SPLITS = ("heldout", "all")  # tracegen evaluate --split: held-out sources only, or every source
+
 
 def split_key(source_id: str) -> str:
     if "@" in source_id and ":" in source_id.split("@", 1)[1]:

@@ -1,7 +1,7 @@
 """`tracegen evaluate --run RUN --benchmark FILE --out RESULTS.json`: CruxEval-style output and input
 prediction on a benchmark file (pipeline/sources/benchmark.py), with the run's newest checkpoint.
 
-Prompts and checks: pipeline/pretrain/benchmark_items.py (each item traced in the sandbox, its prompts cut from
+Prompts and checks: pipeline/evaluation/benchmark_items.py (each item traced in the sandbox, its prompts cut from
 the trajectories training sees; answers compared as literals; predicted inputs executed in the sandbox).
 Decoding: greedy for pass@1; with `samples` K > 0 also K samples at `temperature` per item and task, scored
 with the unbiased pass@k estimator (Chen et al. 2021: 1 - C(n-c, k) / C(n, k), n samples, c correct) for k in
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from pipeline.debugger.language import FRAME_SEP
-from pipeline.pretrain.benchmark_items import (
+from pipeline.evaluation.benchmark_items import (
     STEP_RETURN,
     ItemPrompts,
     call_input,
@@ -29,8 +29,8 @@ from pipeline.pretrain.benchmark_items import (
     same_value,
     trace_items,
 )
-from pipeline.pretrain.evaluate import Model
-from pipeline.pretrain.model import DecodeCache
+from pipeline.model.decoding import Model
+from pipeline.model.network import DecodeCache
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.benchmark import Benchmark, read_benchmark
 from pipeline.sources.function_records import FunctionRecord

@@ -16,8 +16,8 @@ import os
 from collections import defaultdict
 
 from pipeline.debugger.language import END_OF_TEXT, FRAME_SEP, LanguageError, parse_state
-from pipeline.pretrain.benchmark import Attempt, Scored, write_results
-from pipeline.pretrain.benchmark_items import same_value, trace_items
+from pipeline.evaluation.benchmark import Attempt, Scored, write_results
+from pipeline.evaluation.benchmark_items import same_value, trace_items
 from pipeline.sandbox import make_sandbox
 from pipeline.sources.benchmark import read_benchmark
 from pipeline.stages.trace_functions import TraceSettings

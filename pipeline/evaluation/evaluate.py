@@ -1,6 +1,6 @@
 """`tracegen evaluate --run RUN --data DATASET --out RESULTS.json`: score a trained neural debugger.
 
-Trajectories: each `trajectories.text` is cut after every action (pipeline/stages/pack/documents.py's
+Trajectories: each `trajectories.text` is cut after every action (pipeline/format/documents.py's
 spans: prompt, then action span / state span pairs); the model decodes greedily from the cut until it has
 written one state (a frame through `<|frame_sep|>`, or an end token) or `--max-new-tokens`; the prediction is
 parsed with the formal language's parser (`parse_state`, deltas against the true last locals) and compared
@@ -8,25 +8,25 @@ with the true state: exact match of the whole state and of each component (event
 per action. An unparsable prediction matches nothing. Two CruxEval-style views of the same cuts: output
 prediction (the return value: `step_return` from the entry call, landing on its return) and input prediction
 (the arguments: `inv_step_call`, landing on the call).
-Baselines (pipeline/pretrain/baselines.py: copy, next line, oracle structure) are scored on the same cuts,
+Baselines (pipeline/evaluation/baselines.py: copy, next line, oracle structure) are scored on the same cuts,
 in `baselines`, and printed under each of the model's rows.
 
 Go: for each exact-prefix `go_next_event` row, the model's distribution over the outcome tokens after the
 example's `<|go_next|>` against the empirical one: top-1 accuracy (per most frequent event type too),
 expected calibration error (10 bins of the top probability) and KL(empirical ‖ model), in
-pipeline/pretrain/go_metrics.py; `go_skipped` counts the rows whose program source alone does not fit.
+pipeline/evaluation/go_metrics.py; `go_skipped` counts the rows whose program source alone does not fit.
 Multi-step rollouts from the `go_trajectories` windows, scored by the scheduler's validity checker (`go_rollouts`:
 `rollout_valid_steps`, the mean number of valid steps before the first violation, and `rollouts`, how many):
-pipeline/pretrain/go_rollouts.py.
+pipeline/evaluation/go_rollouts.py.
 
 With `--per-cut` the results also list every scored cut (`CutLog`), so models trained on differently formatted data
 can be compared on their common cuts (pipeline/ablate/compare.py).
 
-Split: `heldout` (default) keeps only the sources `pipeline.loader.split.is_heldout` puts aside — the
+Split: `heldout` (default) keeps only the sources `pipeline.format.split.is_heldout` puts aside — the
 sources `tracegen pack --holdout` left out of training (a split by source, never by trajectory); `all` keeps
 every source (e.g. to check that a model memorised its training set).
 
-A benchmark file instead of a dataset (`--benchmark`, CruxEval-style pass@k): pipeline/pretrain/benchmark.py.
+A benchmark file instead of a dataset (`--benchmark`, CruxEval-style pass@k): pipeline/evaluation/benchmark.py.
 """
 
 import json
@@ -34,22 +34,17 @@ import math
 import os
 from collections import defaultdict
 
-import numpy as np
 import torch
 
-from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, State, parse, parse_state
-from pipeline.engine.reader import open_dataset, table_rows
-from pipeline.loader import load_tokenizer
-from pipeline.loader.split import is_heldout
-from pipeline.pretrain.baselines import BASELINES, baseline_states
-from pipeline.pretrain.checkpoints import latest_checkpoint
-from pipeline.pretrain.config import EVALUATION_SPLITS
-from pipeline.pretrain.go_metrics import go_examples, go_metrics
-from pipeline.pretrain.go_rollouts import go_rollout_metrics, rollout_summary
-from pipeline.pretrain.model import DecodeCache, DecoderLM, ModelConfig
-from pipeline.stages.pack.documents import trajectory_spans
-from pipeline.stages.pack.go_examples import OUTCOME_TOKENS
-from schemas.go_next_event import OUTCOMES
+from pipeline.debugger.language import VALUED, LanguageError, State, parse, parse_state
+from pipeline.engine.reader import table_rows
+from pipeline.evaluation.baselines import BASELINES, baseline_states
+from pipeline.evaluation.go_metrics import go_examples, go_metrics
+from pipeline.evaluation.go_rollouts import go_rollout_metrics, rollout_summary
+from pipeline.format.documents import trajectory_spans
+from pipeline.format.split import EVALUATION_SPLITS, is_heldout
+from pipeline.model.decoding import Model
+from pipeline.model.network import DecodeCache
 
 COMPONENTS = ("event", "source", "locals", "arg")
 CUT_KEY = ("trace_id", "direction", "sample_index")  # with k, names a cut whatever the text's format (CutLog)
@@ -133,74 +128,6 @@ class CutLog:
 
     def add(self, k: int, action: str, view: str | None, hits: dict[str, dict[str, bool]]) -> None:
         self.rows.append({**self.trajectory, "k": k, "action": action, "view": view, "hits": hits})
-
-
-class Model:
-    """A network, the tokenizer of the packed data it trains on, and greedy decoding: a run's newest checkpoint
-    (`Model.load`), or the network of a run in training (its learning curve, pipeline/pretrain/curve.py)."""
-
-    def __init__(self, network: DecoderLM, data: str, step: int, device: str):
-        self.network, self.config, self.data, self.step, self.device = network, network.config, data, step, device
-        self.tokenizer = load_tokenizer(data)
-        packed = open_dataset(data, "run tracegen pack")
-        self.holdout = float(packed.manifest["config"].get("holdout", 0.0))
-        specials = self.tokenizer.special_ids
-        self.stops = {specials[FRAME_SEP], *(specials[token] for token in ENDS.values())}
-        self.outcome_ids = torch.tensor([specials[OUTCOME_TOKENS[name]] for name in OUTCOMES], device=device)
-
-    @classmethod
-    def load(cls, run: str, device: str = "cpu") -> "Model":
-        """The run's newest checkpoint; ValueError when it has none."""
-        checkpoint = latest_checkpoint(run)
-        if checkpoint is None:
-            raise ValueError(f"{run!r} has no checkpoint (checkpoints/step_*/): train it with tracegen pretrain")
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        network = DecoderLM(ModelConfig(**state["model_config"])).to(device).eval()
-        network.load_state_dict(state["model"])
-        return cls(network, state["config"]["data"], state["step"], device)
-
-    def prefill(self, text: str, cache: DecodeCache) -> torch.Tensor | None:
-        """Append `text`'s tokens to the document in `cache`; the logits of its last token (None: empty)."""
-        ids = self.tokenizer.encode(text)
-        if not ids:
-            return None
-        with torch.no_grad():
-            return self.network.extend(torch.tensor([ids], device=self.device), cache)[0, -1]
-
-    def fits(self, cache: DecodeCache, text: str) -> bool:
-        """Whether `text` appended to the document in `cache` leaves room for at least one predicted token."""
-        return cache.length + len(self.tokenizer.encode(text)) < self.config.seq_len
-
-    def next_state_text(
-        self,
-        last_logits: torch.Tensor,
-        cache: DecodeCache,
-        max_new_tokens: int,
-        temperature: float = 0.0,
-        generator: torch.Generator | None = None,
-    ) -> str:
-        """The continuation (from the logits of the prompt's last token) through one state's closing token:
-        greedy, or sampled at `temperature` > 0 with `generator`; decodes on a fork of `cache`, which stays
-        the true prompt's."""
-        draft, new, logits = cache.fork(), [], last_logits
-        with torch.no_grad():
-            for _ in range(max_new_tokens):
-                if temperature > 0:
-                    probabilities = torch.softmax(logits.float() / temperature, dim=-1)
-                    token = int(torch.multinomial(probabilities, 1, generator=generator))
-                else:
-                    token = int(logits.argmax())
-                new.append(token)
-                if token in self.stops or draft.length >= self.config.seq_len:
-                    break
-                logits = self.network.extend(torch.tensor([[token]], device=self.device), draft)[0, -1]
-        return self.tokenizer.decode(new)
-
-    def outcome_distribution(self, prompt: str) -> np.ndarray:
-        """The model's distribution over the Go outcome tokens right after `prompt`, OUTCOMES order."""
-        logits = self.prefill(prompt, DecodeCache(self.config.layers))
-        assert logits is not None
-        return torch.softmax(logits[self.outcome_ids].float(), dim=-1).cpu().numpy()
 
 
 def score_trajectory(

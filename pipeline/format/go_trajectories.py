@@ -26,14 +26,12 @@ the row's first run (`RunEvents`, built once per run).
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
 
-from pipeline.stages.pack.documents import Document, Span
-from pipeline.stages.pack.go_examples import GO_END, GO_ROLLOUT, OUTCOME_TOKENS, GoExamples, event_line
+from pipeline.format.documents import Document, Span
+from pipeline.format.go_examples import GoExamples, event_line
+from pipeline.format.go_tokens import GO_END, GO_ROLLOUT, OUTCOME_TOKENS
+from pipeline.format.tokenizer import PackTokenizer
 from schemas.go_next_event import END, OUTCOMES
-
-if TYPE_CHECKING:
-    from pipeline.loader.tokenizer import PackTokenizer
 
 GO_TRAJECTORY_GROUP = "go_trajectory"
 

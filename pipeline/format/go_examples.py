@@ -24,7 +24,7 @@ rest of the prefix, the goroutine table of that start and the example's four fix
 the whole prefix fits, j = 0 and there is no table: the text is the whole prefix, as it always was. Otherwise the
 line after `<|go_events|>` says how many events were left out and summarises the state they left: every goroutine
 created by then that has not ended, in goroutine order, with its state (`state_after` of
-pipeline/stages/go/next_event.py: runnable, running, blocked(REASON), syscall, other), and how many had ended.
+pipeline/goscheduler/events.py: runnable, running, blocked(REASON), syscall, other), and how many had ended.
 Token counts are exact: every piece (the program's source, the table, each event line) starts at a special token,
 where the tokenizer splits the text, so an example's length is the sum of its pieces'. An example whose program
 source and table alone (with an empty window) do not fit is dropped and counted (`go_context_longer_than_seq_len`).
@@ -43,26 +43,14 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING
 
 from pipeline.debugger.language import escape
-from pipeline.stages.go.next_event import scheduler_events, state_after
-from pipeline.stages.pack.documents import Document, Span
+from pipeline.format.documents import Document, Span
+from pipeline.format.go_tokens import GO_END, GO_EVENTS, GO_FILE, GO_NEXT, GO_PROGRAM, OUTCOME_TOKENS
+from pipeline.format.tokenizer import PackTokenizer
+from pipeline.goscheduler.events import scheduler_events, state_after
 from schemas.go_next_event import OUTCOMES
 
-if TYPE_CHECKING:  # loader.tokenizer imports this module's tokens
-    from pipeline.loader.tokenizer import PackTokenizer
-
-OUTCOME_TOKENS = {name: f"<|go_{name}|>" for name in OUTCOMES}
-GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END = (
-    "<|go_program|>",
-    "<|go_file|>",
-    "<|go_events|>",
-    "<|go_next|>",
-    "<|go_end|>",
-)
-GO_ROLLOUT = "<|go_rollout|>"  # starts the steps of a trajectory window (pipeline/stages/pack/go_trajectories.py)
-GO_TOKENS: tuple[str, ...] = (GO_PROGRAM, GO_FILE, GO_EVENTS, GO_NEXT, GO_END, *OUTCOME_TOKENS.values(), GO_ROLLOUT)
 GO_GROUP = "go"
 FIXED_TOKENS = 4  # <|go_events|>, <|go_next|>, the outcome token, <|go_end|>
 TOO_LONG = "go_context_longer_than_seq_len"

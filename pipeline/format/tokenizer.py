@@ -4,7 +4,7 @@
 - `bpe`: a byte-level BPE trained on the dataset's texts (`BpeTrainer`), the special tokens again one id each.
 
 Special tokens are the formal language's (`pipeline.debugger.language.SPECIAL_TOKENS`), the Go
-examples' (`pipeline.stages.pack.go_examples.GO_TOKENS`) and `<|pad|>`; they are added with
+documents' (`pipeline.format.go_tokens.GO_TOKENS`) and `<|pad|>`; they are added with
 `special=True, normalized=False`, so a payload's escaped `<||...` never becomes one. Decoding gives back the
 exact text (byte-level pre-tokenizer without a prefix space; the byte-level decoder). The saved form is
 `tokenizer.json`; its fingerprint is the sha256 of that file's bytes.
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from pipeline.debugger.language import SPECIAL_TOKENS
-from pipeline.stages.pack.go_examples import GO_TOKENS
+from pipeline.format.go_tokens import GO_TOKENS
 
 PAD = "<|pad|>"
 ALL_SPECIAL_TOKENS: tuple[str, ...] = (*SPECIAL_TOKENS, *GO_TOKENS, PAD)
