@@ -19,6 +19,11 @@ EXAMPLES = ROOT / "examples"
 # Ray workers and the tests' subprocesses import this checkout, whichever one the venv's editable install names (a
 # second worktree tested with one venv); sandboxes clear their environment, so sandboxed code never sees it.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One OpenMP thread per pytest-xdist worker (set before torch is imported; inherited by Ray's and the tests'
+    # subprocesses): the workers already keep every core busy, and OpenMP threads that spin-wait for a core another
+    # worker holds made a torch test many times slower than it is alone.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
