@@ -5,7 +5,7 @@ import io
 
 from pipeline.engine.dataset import UnitRecord
 from pipeline.engine.kind import Throughput
-from pipeline.engine.orchestrate import Progress
+from pipeline.engine.progress import Progress
 from pipeline.writers.parquet import ShardInfo
 
 
