@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from pipeline.debugger.language import ENDS, FRAME_SEP, VALUED, LanguageError, State, parse, parse_state
+from pipeline.engine.progress import Steps
 from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.loader import load_tokenizer
 from pipeline.loader.split import is_heldout
@@ -260,9 +261,10 @@ def score_cuts(
     `max_cuts` cuts are scored (None: no bound; the cuts of the last trajectory past it are not), or
     `max_trajectories` were walked (so the same arguments always score the same cuts; with `max_trajectories`,
     models whose contexts fit different cuts walk the same trajectories); with the number of trajectories walked
-    and of cuts skipped because their prompt does not fit. `cuts` gets each cut."""
+    and of cuts skipped because their prompt does not fit. `cuts` gets each cut; a progress line counts them."""
     boards = {name: Board() for name in ("model", *BASELINES)}
     trajectories = skipped = scored = 0
+    progress = Steps("evaluate: cuts", max_cuts)
     for row in table_rows(data, "trajectories", ["source_id", "text", *CUT_KEY]):
         if (max_cuts is not None and scored >= max_cuts) or trajectories == max_trajectories:
             break
@@ -273,7 +275,10 @@ def score_cuts(
         limit = None if max_cuts is None else max_cuts - scored
         skipped += score_trajectory(model, row["text"], boards, max_new_tokens, cuts, limit)
         trajectories += 1
-        scored = sum(boards["model"].scorer.cuts.values())
+        now = sum(boards["model"].scorer.cuts.values())
+        progress.advance(now - scored, note=f"{trajectories} trajectories")
+        scored = now
+    progress.finish(f"{trajectories} trajectories")
     return boards, trajectories, skipped
 
 

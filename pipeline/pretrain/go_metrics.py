@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.engine.progress import counted
 from pipeline.engine.reader import table_rows
 from pipeline.loader.split import is_heldout
 from pipeline.loader.tokenizer import PackTokenizer
@@ -26,7 +27,7 @@ def go_metrics(model: "Model", examples: list[tuple[str, np.ndarray]]) -> dict:
     counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
     correct, kls, by_type = [], [], defaultdict(list)
     confidences = []
-    for prompt, empirical in examples:
+    for prompt, empirical in counted(examples, "evaluate: Go examples", len(examples)):
         predicted = model.outcome_distribution(prompt)
         hit = int(predicted.argmax()) == int(empirical.argmax())
         correct.append(hit)
