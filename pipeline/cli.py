@@ -171,13 +171,28 @@ COMMANDS = (
 )
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Each option's help ends with its default, unless the help names a default already or there is none to
+    show (a required or unset option, a flag that is off)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help = action.help or ""
+        default = action.default
+        if not action.option_strings or "default" in help.lower() or default in (None, "", argparse.SUPPRESS):
+            return help
+        if default is False or default == []:
+            return help
+        return f"{help} (default: %(default)s)".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracegen", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
-        command.add_arguments(commands.add_parser(command.name, help=command.help))
+        subparser = commands.add_parser(command.name, help=command.help, formatter_class=DefaultsHelpFormatter)
+        command.add_arguments(subparser)
     return parser
 
 

@@ -22,6 +22,7 @@ OUT/curves.png and OUT/ablation.json.
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 
 from pipeline.ablate.settings import AblationSettings
@@ -155,7 +156,8 @@ class Ablation:
         self.check_state(variants)
         start_ray(self.address, None)
         done = []
-        for variant in variants:
+        for number, variant in enumerate(variants, 1):  # each its jobs', training's and evaluation's progress lines
+            print(f"tracegen: ablate: variant {number} of {len(variants)}, {variant.name}", file=sys.stderr, flush=True)
             data = self.data(variant, variants[0])
             config = self.train_config(variant, data)
             self.train(config)

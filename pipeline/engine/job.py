@@ -18,7 +18,8 @@ from pipeline.engine.dataset import UnitRecord, write_manifest, write_text
 from pipeline.engine.executor import Produce, Unit, execute_unit
 from pipeline.engine.kind import C, JobKind, Throughput
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
-from pipeline.engine.orchestrate import Progress, run_units, start_ray
+from pipeline.engine.orchestrate import run_units, start_ray
+from pipeline.engine.progress import Progress
 from pipeline.engine.reader import MANIFEST, open_root, read_manifest, read_text
 
 

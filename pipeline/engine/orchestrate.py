@@ -8,29 +8,42 @@ then records it failed. Because a unit writes deterministic shard names and a co
 retried task overwrites its own files and never adds rows.
 """
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import secrets
+import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
 from pipeline.engine.dataset import UnitRecord
+from pipeline.engine.errors import SetupError
 from pipeline.engine.executor import Unit
-from pipeline.engine.kind import Throughput
 from pipeline.engine.memory import MB, OOM_RETRIES, MemoryLimitExceeded, UnitMemory, advice, call_within_memory
+from pipeline.engine.progress import Progress
 
 MAX_RETRIES = 3  # resubmissions of a unit whose worker died (not for memory)
 PROGRESS_WAIT_S = 5.0  # how long the driver waits for a unit before it looks whether a progress line is due
 DEFAULT_MEMORY = UnitMemory()
+START_TIMEOUT_S = 120  # how long a local Ray's start is waited for, tries included (`_start_embedded`)
+JOIN_TRIES = 3  # Ray's tries to reach a cluster's GCS, ~40 s each when nothing answers (Ray's own default: 20)
+GCS_WAIT = "RAY_gcs_server_port_wait_time_s"  # Ray's wait (s) for a GCS it starts, and its tries to reach one
+QUIET_LOGGERS = (  # Ray Train's loggers whose warnings workers drop (`setup_worker`)
+    "ray.train.v2._internal.execution.controller.placement_group_cleaner",
+    "ray.train.v2._internal.execution.scaling_policy.autoscaling_coordinator_client",
+)
 NOTES = "tracegen-memory"  # Ray's internal KV namespace of the notes a worker ended for memory leaves
 
 
 def start_ray(address: str | None, workers: int | None) -> None:
-    """Connect to a cluster, or start a local Ray limited to `workers` CPUs."""
+    """Join the cluster at `address` (or RAY_ADDRESS): the only way a job uses a Ray it did not start. Without
+    one, start an embedded local Ray limited to `workers` CPUs that is this process's own (`_start_embedded`).
+    A start or join that fails is a SetupError of one line, within about START_TIMEOUT_S."""
     import ray
 
     if ray.is_initialized():
@@ -41,29 +54,123 @@ def start_ray(address: str | None, workers: int | None) -> None:
     address = address or os.environ.get("RAY_ADDRESS")
     runtime_env = {
         "env_vars": {"PYTHONHASHSEED": "0"},
-        "worker_process_setup_hook": "pipeline.engine.orchestrate.quiet_worker_logs",
+        "worker_process_setup_hook": "pipeline.engine.orchestrate.setup_worker",
     }
-    if address:
-        ray.init(address=address, logging_level=logging.ERROR, runtime_env=runtime_env)
-    else:
-        keep_token_in_memory()
-        # "local": always a new embedded Ray. Without it ray.init() joins the cluster a `ray start` on this
-        # machine recorded in /tmp/ray, and refuses num_cpus there.
-        ray.init(
-            address="local",
-            num_cpus=workers or os.cpu_count(),
-            include_dashboard=False,
-            logging_level=logging.ERROR,
-            runtime_env=runtime_env,
-        )
+    if not address:
+        _start_embedded(workers, runtime_env)
+        return
+    started = time.monotonic()
+    try:
+        with _ray_setting(GCS_WAIT, str(JOIN_TRIES)):  # when joining, how many times Ray tries the GCS
+            ray.init(address=address, logging_level=logging.ERROR, runtime_env=runtime_env)
+    except Exception as error:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError and plain Exception)
+        raise SetupError(
+            f"cannot join the Ray cluster at {address} (gave up after {time.monotonic() - started:.0f}s: "
+            f"{_first_line(error)}); check the address (`ray status` on its head), or leave out --ray-address "
+            f"and RAY_ADDRESS for a local Ray"
+        ) from error
 
 
-def quiet_worker_logs() -> None:
-    """Run in every Ray worker as it starts (`worker_process_setup_hook`). Ray Train's placement-group cleaner
-    asks Ray's State API every few seconds whether the training controller is alive, and without a dashboard
-    (the embedded Ray has none) logs a warning each time it cannot: noise that buries `tracegen pretrain`'s
-    output. Its warnings are dropped; its errors are kept."""
-    logging.getLogger("ray.train.v2._internal.execution.controller.placement_group_cleaner").setLevel(logging.ERROR)
+def _start_embedded(workers: int | None, runtime_env: dict) -> None:
+    """A new local Ray of this process's own, never another's: `address="local"` (plain `ray.init()` joins the
+    cluster a `ray start` recorded in /tmp/ray/ray_current_cluster); each worker's RAY_ADDRESS names its own
+    cluster (`setup_worker`), so Ray's look-ups from inside it (Ray Train's placement-group cleaner asks the
+    State API about its controller) never find another instance, nor fail among several; the dashboard address
+    it records is a port of its own, unserved (it has no dashboard, and Ray would record 8265, where another
+    cluster's dashboard may answer for actors it does not know); Ray Train's preemption watcher, which polls for
+    the draining nodes a single local node never has, is off.
+
+    Under load a start can outlast Ray's own waits: the GCS is waited for START_TIMEOUT_S (not Ray's 30 s),
+    and a start whose node did not register within Ray's 30 s is ended and tried again while START_TIMEOUT_S
+    have not passed."""
+    import ray
+
+    keep_token_in_memory()
+    env_vars = {**runtime_env["env_vars"], "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
+    started = time.monotonic()
+    while True:
+        before = _descendants()
+        try:
+            with _ray_setting(GCS_WAIT, str(START_TIMEOUT_S)):  # when starting, how long Ray waits for the GCS
+                ray.init(
+                    address="local",
+                    num_cpus=workers or os.cpu_count(),
+                    include_dashboard=False,
+                    dashboard_port=_free_port(),
+                    logging_level=logging.ERROR,
+                    runtime_env={**runtime_env, "env_vars": env_vars},
+                )
+            return
+        except Exception as error:  # noqa: BLE001 (Ray raises a plain Exception when its node timed out)
+            ray.shutdown()
+            for pid in _descendants() - before:  # what the failed start left running
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() - started >= START_TIMEOUT_S:
+                raise SetupError(
+                    f"the local Ray did not start within {START_TIMEOUT_S}s ({_first_line(error)}); the machine "
+                    f"is busy: run again, with fewer --workers, or join a running cluster with --ray-address"
+                ) from error
+
+
+@contextlib.contextmanager
+def _ray_setting(name: str, value: str):
+    """Ray's setting `name` (an environment variable Ray reads as it starts or joins) is `value` within the
+    block, unless the user set it."""
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def _descendants() -> set[int]:
+    """The ids of this process's children, theirs, and so on (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()  # after the command, which may hold spaces
+        except (OSError, IndexError):
+            continue  # not a process, or one that ended
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found.update(children)
+        todo.extend(children)
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:300]
+
+
+def setup_worker() -> None:
+    """Run in every Ray worker as it starts (`worker_process_setup_hook`).
+
+    RAY_ADDRESS names the worker's own cluster, for Ray's look-ups that take no address (the State API of
+    Ray Train's placement-group cleaner): without it they pick the cluster a `ray start` recorded, or fail
+    with "Found multiple active Ray instances" when another Ray runs on the machine. Two of Ray Train's
+    warnings, each with its traceback, are dropped (noise that buries `tracegen pretrain`'s output; their
+    errors are kept): the cleaner's, each time it cannot ask the State API whether the training controller is
+    alive (the embedded Ray has no dashboard to answer), and the controller's, when its request to the
+    autoscaler (there is none locally) is not answered within 5 s on a busy machine."""
+    import ray
+
+    os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def keep_token_in_memory() -> None:
@@ -85,7 +192,7 @@ def run_units(
     *,
     address: str | None = None,
     workers: int | None = None,
-    progress: "Progress | None" = None,
+    progress: Progress | None = None,
     memory: UnitMemory | Callable[[Unit], UnitMemory] = DEFAULT_MEMORY,
     oom_retries: int = OOM_RETRIES,
 ) -> tuple[list[UnitRecord], dict[str, str]]:
@@ -237,46 +344,6 @@ def map_tasks(fn: Callable, items: Sequence, *, address: str | None = None, work
 def _call(fn: Callable, item):
     """The one remote function: applies a (pickled once, shared) callable to one item."""
     return fn(item)
-
-
-class Progress:
-    """A job's progress on stderr: units done/failed/total, rows written, the kind's throughput (e.g. events/s)
-    and the ETA. On a terminal, one live line redrawn as units finish; off one (`ray job logs --follow`, a
-    nightly job's log file), a plain line every `interval_s` (`tick` is called while no unit finishes) and one
-    when the last unit ends."""
-
-    def __init__(self, throughput: Throughput | None = None, stream=sys.stderr, interval_s: float = 30.0, clock=None):
-        self.throughput, self.stream, self.interval_s = throughput, stream, interval_s
-        self.clock = clock or time.monotonic
-        self.started = self.last = self.clock()
-        self.rows = 0
-        self.count = 0
-        self.live = stream.isatty()
-
-    def update(self, record: UnitRecord | None, done: int, failed: int, total: int) -> None:
-        """A unit ended (`record` None: it failed)."""
-        if record is not None:
-            self.rows += sum(info.rows for infos in record.shards.values() for info in infos)
-            if self.throughput is not None:
-                self.count += record.counters.get(self.throughput.stage, {}).get(self.throughput.counter, 0)
-        self.tick(done, failed, total)
-
-    def tick(self, done: int, failed: int, total: int) -> None:
-        """Show the line if it is due: always on a terminal; off one, each `interval_s` and at the end."""
-        now = self.clock()
-        finished = done + failed == total
-        if not self.live and not finished and now - self.last < self.interval_s:
-            return
-        self.last = now
-        elapsed = max(now - self.started, 1e-9)
-        eta = f"{elapsed / (done + failed) * (total - done - failed):.0f}s" if done + failed else "-"
-        rate = f"{self.count / elapsed:,.0f} {self.throughput.label}/s  " if self.throughput else ""
-        line = f"units {done} done, {failed} failed, {total} total  rows {self.rows:,}  {rate}eta {eta}"
-        if self.live:
-            self.stream.write(f"\r  {line} " + ("\n" if finished else ""))
-        else:
-            self.stream.write(f"tracegen: {line}  ({elapsed:.0f}s)\n")
-        self.stream.flush()
 
 
 class RayTasks:

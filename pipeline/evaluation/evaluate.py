@@ -37,6 +37,7 @@ from collections import defaultdict
 import torch
 
 from pipeline.debugger.language import VALUED, LanguageError, State, parse, parse_state
+from pipeline.engine.progress import Steps
 from pipeline.engine.reader import table_rows
 from pipeline.evaluation.baselines import BASELINES, baseline_states
 from pipeline.evaluation.go_metrics import go_examples, go_metrics
@@ -131,12 +132,17 @@ class CutLog:
 
 
 def score_trajectory(
-    model: Model, text: str, boards: dict[str, Board], max_new_tokens: int, cuts: "CutLog | None" = None
+    model: Model,
+    text: str,
+    boards: dict[str, Board],
+    max_new_tokens: int,
+    cuts: "CutLog | None" = None,
+    limit: int | None = None,
 ) -> int:
     """Score every cut of one trajectory whose prompt fits in the model's context (a prediction that runs
-    past the context is cut there, and scored as it is) on `boards["model"]`, and the baselines' predictions of
-    the same cuts on their boards (and on `cuts`, each cut's hits); returns the cuts skipped because the prompt
-    does not fit."""
+    past the context is cut there, and scored as it is), its first `limit` cuts only (None: all), on
+    `boards["model"]`, and the baselines' predictions of the same cuts on their boards (and on `cuts`, each cut's
+    hits); returns the cuts skipped because the prompt does not fit."""
     episode = parse(text)
     spans = trajectory_spans(text)
     cache = DecodeCache(model.config.layers)
@@ -146,6 +152,8 @@ def score_trajectory(
     first = episode.states[0]
     written = None if first.event in VALUED else first.locals
     for k, action in enumerate(episode.actions):
+        if k == limit:
+            return 0
         action_span, state_span = spans[1 + 2 * k], spans[2 + 2 * k]
         if not model.fits(cache, action_span.text):
             return len(episode.actions) - k
@@ -176,23 +184,28 @@ def score_cuts(
     cuts: CutLog | None = None,
     max_trajectories: int | None = None,
 ) -> tuple[dict[str, Board], int, int]:
-    """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until a
-    trajectory starts with `max_cuts` cuts scored (None: no bound), or `max_trajectories` were walked (so the same
-    arguments always score the same cuts; with `max_trajectories`, models whose contexts fit different cuts walk the
-    same trajectories); with the number of trajectories walked and of cuts skipped because their prompt does not
-    fit. `cuts` gets each cut."""
+    """The boards of the model and the baselines over the split's trajectories of `data`, in table order, until
+    `max_cuts` cuts are scored (None: no bound; the cuts of the last trajectory past it are not), or
+    `max_trajectories` were walked (so the same arguments always score the same cuts; with `max_trajectories`,
+    models whose contexts fit different cuts walk the same trajectories); with the number of trajectories walked
+    and of cuts skipped because their prompt does not fit. `cuts` gets each cut; a progress line counts them."""
     boards = {name: Board() for name in ("model", *BASELINES)}
-    trajectories = skipped = 0
+    trajectories = skipped = scored = 0
+    progress = Steps("evaluate: cuts", max_cuts)
     for row in table_rows(data, "trajectories", ["source_id", "text", *CUT_KEY]):
-        scored = sum(boards["model"].scorer.cuts.values())
         if (max_cuts is not None and scored >= max_cuts) or trajectories == max_trajectories:
             break
         if split == "heldout" and not is_heldout(row["source_id"], model.holdout):
             continue
         if cuts is not None:
             cuts.start(row)
-        skipped += score_trajectory(model, row["text"], boards, max_new_tokens, cuts)
+        limit = None if max_cuts is None else max_cuts - scored
+        skipped += score_trajectory(model, row["text"], boards, max_new_tokens, cuts, limit)
         trajectories += 1
+        now = sum(boards["model"].scorer.cuts.values())
+        progress.advance(now - scored, note=f"{trajectories} trajectories")
+        scored = now
+    progress.finish(f"{trajectories} trajectories")
     return boards, trajectories, skipped
 
 

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from pipeline.engine.progress import counted
 from pipeline.engine.reader import table_rows
 from pipeline.format.go_examples import go_documents
 from pipeline.format.split import is_heldout
@@ -23,7 +24,7 @@ def go_metrics(model: Model, examples: list[tuple[str, np.ndarray]]) -> dict:
     counts once, so rare events weigh as much as common ones), ECE and mean KL over the examples."""
     correct, kls, by_type = [], [], defaultdict(list)
     confidences = []
-    for prompt, empirical in examples:
+    for prompt, empirical in counted(examples, "evaluate: Go examples", len(examples)):
         predicted = model.outcome_distribution(prompt)
         hit = int(predicted.argmax()) == int(empirical.argmax())
         correct.append(hit)

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from pipeline.debugger.language import unescape
+from pipeline.engine.progress import counted
 from pipeline.engine.reader import table_rows
 from pipeline.format.go_examples import GoExamples
 from pipeline.format.go_trajectories import needed_trajectory_runs, trajectory_document
@@ -124,7 +125,7 @@ def go_rollout_metrics(model: Model, data: str, split: str, holdout: float, max_
     examples = GoExamples(model.tokenizer, model.config.seq_len).load(sources, runs, needed)
     by_run = {(run["program_id"], run["run_index"]): run for run in runs}
     rollout, scores, caps, prefix_invalid = Rollout(model, seed), [], [], 0
-    for row in rows:
+    for row in counted(rows, "evaluate: Go rollouts", len(rows)):
         document = trajectory_document(examples, row)
         if document is None:
             continue

@@ -56,6 +56,7 @@ GO_TABLES = ("go_next_event", "go_trajectories", "go_runs", "go_programs")
 BATCH_ROWS = 256  # rows decoded at a time (a Go run's events are one row: go_runs is read RUN_BATCH at a time)
 RUN_BATCH = 8
 MIB = 1 << 20
+HELD_OUT = "held_out"  # the pack stage's drop reason of a document of a source held out for `tracegen evaluate`
 BPE_SAMPLE_BYTES = 64 * MIB  # Parquet (zstd) bytes of trajectories a BPE reads, ~5x that in text: bpe_sample
 # The options of the packing settings (pipeline/stages/pack/packing.py), which the kind offers.
 PACKING_OPTIONS = {
@@ -179,11 +180,11 @@ class PackKind(JobKind[PackConfig]):
         with counters.timed():
             tokenizer = PackTokenizer(payload.tokenizer)
             packer = Packer(tokenizer, config.packing, unit_id, lambda rows: sink.write("packed", rows))
-            skipped: Counter = Counter()  # Go examples the window cannot fit
+            skipped: Counter = Counter()  # documents of held-out sources; Go examples the window cannot fit
             if "go_next_event" in payload.shards:
                 documents = self._go_documents(payload, config, tokenizer, skipped, cleaner)
             else:
-                documents = self._trajectory_documents(payload, config.holdout, cleaner)
+                documents = self._trajectory_documents(payload, config.holdout, cleaner, skipped)
             packer.add_all(documents).finish()
         counters.n_in = packer.n_in + sum(skipped.values())
         counters.n_out = packer.n_out
@@ -192,9 +193,12 @@ class PackKind(JobKind[PackConfig]):
         return StageOutput({"packed": []}, {"pack": counters}) + cleaner.output()
 
     @staticmethod
-    def _trajectory_documents(payload: PackShards, holdout: float, cleaner: TraceCleaner) -> Iterator[Document]:
-        """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources and
-        those whose trace's code matches a benchmark item (`cleaner`: each a `contaminated` row)."""
+    def _trajectory_documents(
+        payload: PackShards, holdout: float, cleaner: TraceCleaner, skipped: Counter
+    ) -> Iterator[Document]:
+        """The unit's (or piece's) trajectories as documents, in row order, without those of held-out sources
+        (counted in `skipped`) and those whose trace's code matches a benchmark item (`cleaner`: each a
+        `contaminated` row)."""
         kinds, matches = {}, {}
         columns = ["trace_id", "source_kind", "code"] if cleaner.decontaminator.enabled else ["trace_id", "source_kind"]
         for batch in shard_batches(payload.root, payload.shards.get("traces", ()), columns, batch_rows=BATCH_ROWS):
@@ -204,6 +208,7 @@ class PackKind(JobKind[PackConfig]):
         columns = ["trajectory_id", "trace_id", "source_id", "direction", "text"]
         for row in shard_rows(payload.root, payload.shards["trajectories"], columns, row_groups=payload.row_groups):
             if is_heldout(row["source_id"], holdout):
+                skipped[HELD_OUT] += 1
                 continue
             if not cleaner.drop([row], matches, "trajectories", "trajectory_id"):
                 continue  # a benchmark item's copy: its contaminated row is the cleaner's
@@ -219,22 +224,25 @@ class PackKind(JobKind[PackConfig]):
         payload: PackShards, config: PackConfig, tokenizer: PackTokenizer, skipped: Counter, cleaner: TraceCleaner
     ) -> Iterator[Document]:
         """The unit's Go examples (pipeline/format/go_examples.py) and trajectory documents
-        (pipeline/format/go_trajectories.py), without held-out programs and programs whose source matches a
-        benchmark item (`cleaner`: each a `contaminated` row): its exact rows and trajectory windows (no text:
-        small), then the runs they show, read a few at a time, then one document at a time."""
+        (pipeline/format/go_trajectories.py), without held-out programs (counted in `skipped`) and programs whose
+        source matches a benchmark item (`cleaner`: each a `contaminated` row): its exact rows and trajectory windows
+        (no text: small), then the runs they show, read a few at a time, then one document at a time."""
         shards, root = payload.shards, payload.root
         copies = set()
         if cleaner.decontaminator.enabled:
             copies = cleaner.drop_programs(list(shard_rows(root, shards["go_programs"], ["program_id", "files"])))
         columns = ["program_id", "prefix_kind", "depth", "prefix_hash", "runs", "counts", "n"]
-        rows = []
+        rows: list[dict] = []
         for batch in _exact_rows(root, shards["go_next_event"], columns):
-            rows.extend(row for row in batch if not is_heldout(row["program_id"], config.holdout))
-        windows = [
-            row
-            for row in shard_rows(root, shards.get("go_trajectories", ()), batch_rows=BATCH_ROWS)
-            if not is_heldout(row["program_id"], config.holdout)
-        ]
+            kept = [row for row in batch if not is_heldout(row["program_id"], config.holdout)]
+            skipped[HELD_OUT] += len(batch) - len(kept)
+            rows.extend(kept)
+        windows: list[dict] = []
+        for row in shard_rows(root, shards.get("go_trajectories", ()), batch_rows=BATCH_ROWS):
+            if is_heldout(row["program_id"], config.holdout):
+                skipped[HELD_OUT] += 1
+            else:
+                windows.append(row)
         rows = [row for row in rows if row["program_id"] not in copies]
         windows = [row for row in windows if row["program_id"] not in copies]
         needed = needed_runs(rows) | needed_trajectory_runs(windows)

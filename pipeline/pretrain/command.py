@@ -63,19 +63,21 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch-size", type=int, default=None, help="samples per forward pass and rank")
     parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
     parser.add_argument("--min-lr-ratio", type=float, default=TrainConfig.min_lr_ratio, help="end of the cosine")
-    parser.add_argument("--warmup-steps", type=int, default=TrainConfig.warmup_steps)
+    parser.add_argument("--warmup-steps", type=int, default=TrainConfig.warmup_steps, help="linear warm-up of the lr")
     parser.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay, help="AdamW, matrices only")
     parser.add_argument("--clip", type=float, default=TrainConfig.clip, help="gradient norm clipping")
     parser.add_argument("--seed", type=int, default=TrainConfig.seed, help="model init and sample order")
-    parser.add_argument("--checkpoint-every", type=int, default=TrainConfig.checkpoint_every)
-    parser.add_argument("--log-every", type=int, default=TrainConfig.log_every)
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=TrainConfig.checkpoint_every, help="steps per checkpoint"
+    )
+    parser.add_argument("--log-every", type=int, default=TrainConfig.log_every, help="steps per metrics.jsonl line")
     add_objective_arguments(parser)
     parser.add_argument("--eval-every", type=int, default=0, help="learning curve: score every N steps (0: never)")
     parser.add_argument("--eval-cuts", type=int, default=TrainConfig.eval_cuts, help="cuts each curve point scores")
     parser.add_argument("--eval-data", default="", help="the dataset whose held-out trajectories the curve scores")
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--width", type=int, default=128)
-    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--layers", type=int, default=2, help="transformer blocks")
+    parser.add_argument("--width", type=int, default=128, help="model width")
+    parser.add_argument("--heads", type=int, default=4, help="attention heads")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
     parser.add_argument("--workers", type=int, default=1, help="Ray Train workers (CPU processes, or GPUs)")
     parser.add_argument("--gpu", action="store_true", help="one GPU per worker (NCCL)")
@@ -119,10 +121,10 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         help="list every scored cut in the results (its trace, direction, sample, action position; each predictor's "
         "hits), so runs on differently formatted data can be compared on their common cuts",
     )
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the Go rollouts (and of --samples)")
     benchmark = parser.add_argument_group("--benchmark only")
     benchmark.add_argument("--samples", type=int, default=0, help="answers sampled per item and task, for pass@k")
     benchmark.add_argument("--temperature", type=float, default=0.8, help="the temperature of --samples")
-    benchmark.add_argument("--seed", type=int, default=0, help="the seed of --samples (and of the Go rollouts)")
     benchmark.add_argument("--per-item", action="store_true", help="each item's answers in the results and table")
     benchmark.add_argument(
         "--dialect",

@@ -22,6 +22,7 @@ import time
 import numpy as np
 import torch
 
+from pipeline.engine.progress import Steps
 from pipeline.loader.packed import PackedLoader
 from pipeline.model.checkpoints import CHECKPOINTS, METRICS, STATE_FILE, latest_checkpoint
 from pipeline.model.network import DecoderLM, ModelConfig
@@ -106,12 +107,15 @@ def train_worker(config_dict: dict) -> None:
     step = trainer.resumed_step
     stream = Stream(trainer.loader)
     elapsed, tokens = 0.0, 0  # seconds in training steps (reading the batch included; curve points, checkpoints not)
+    progress = Steps("pretrain: step", config.steps, start=step) if rank == 0 else None
     while step < config.steps:
         started = time.perf_counter()
         loss, norm, lr, read = trainer.step(stream.next_batch())
         elapsed += time.perf_counter() - started
         tokens += read
         step += 1
+        if progress is not None:
+            progress.advance(note=f"loss {loss:.4f}  {tokens / elapsed if elapsed > 0 else 0:,.0f} tokens/s")
         if rank == 0 and (step % config.log_every == 0 or step == config.steps):
             _log(
                 config.out,

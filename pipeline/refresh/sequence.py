@@ -30,7 +30,8 @@ from pipeline.engine.delta_tables import sync_logs
 from pipeline.engine.executor import Unit, UnitSink, execute_unit, fingerprint
 from pipeline.engine.job import code_version
 from pipeline.engine.memory import OOM_RETRIES, UnitMemory, check_memory_settings
-from pipeline.engine.orchestrate import Progress, map_tasks, run_units, start_ray
+from pipeline.engine.orchestrate import map_tasks, run_units, start_ray
+from pipeline.engine.progress import Progress
 from pipeline.engine.reader import VERSIONS, latest_version, open_root, read_index, read_manifest, version_dir
 from pipeline.engine.versions import commit_version, refresh_lock, retain, write_latest
 from pipeline.kinds import kind_named

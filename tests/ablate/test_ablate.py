@@ -48,8 +48,10 @@ def ablate(traces: str, out: str, *extra: str) -> int:
 def test_two_variants_are_trained_alike_and_compared_on_the_same_cuts(traces, tmp_path, capsys):
     out = str(tmp_path / "ablation")
     assert ablate(traces, out) == 0
-    printed = capsys.readouterr().out
-    assert "| base | (defaults) |" in printed and "| full | `--full-locals` |" in printed
+    printed = capsys.readouterr()
+    assert "| base | (defaults) |" in printed.out and "| full | `--full-locals` |" in printed.out
+    for line in ("ablate: variant 2 of 2, full", "pretrain: step 6 of 6", "evaluate: cuts "):  # its progress
+        assert f"tracegen: {line}" in printed.err
     state = json.loads(open(os.path.join(out, "ablation.json")).read())
     comparison = state["comparison"]
     base, full = comparison["variants"]

@@ -1,7 +1,9 @@
 """The command line's contract: one subcommand per job kind, each with its `jobs/` script for `ray job submit`,
 and exit statuses that say what went wrong (2: bad input or a machine that lacks something, before any work)."""
 
+import argparse
 import json
+import re
 import runpy
 import shutil
 import subprocess
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import pipeline.cli
-from pipeline.cli import build_parser, main
+from pipeline.cli import COMMANDS, DefaultsHelpFormatter, build_parser, main
 from pipeline.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +32,40 @@ def test_every_kind_is_a_subcommand_with_the_run_options(kind, capsys):
     assert usage.startswith(f"usage: tracegen {kind.command} ")
     for option in ("--out", "--workers", "--ray-address", "--overwrite"):
         assert option in usage
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[command.name for command in COMMANDS])
+def test_every_options_help_names_its_default_once(command):
+    """`--help` shows each option's default (added where its help does not name one), never twice."""
+    parser = argparse.ArgumentParser(prog=command.name, formatter_class=DefaultsHelpFormatter)
+    command.add_arguments(parser)
+    blocks: dict[str, str] = {}  # option -> its help, whitespace normalised
+    option = ""
+    for line in parser.format_help().splitlines():
+        if re.match(r"  -", line):
+            option = line.split()[0].rstrip(",")
+            blocks[option] = ""
+        elif not line.startswith("   "):
+            option = ""  # a group's title or description
+        if option:
+            blocks[option] = " ".join([blocks[option], *line.split()]).strip()
+    for action in parser._actions:
+        default = action.default
+        if not action.option_strings or default in (None, "", False, [], argparse.SUPPRESS):
+            continue
+        text = blocks[action.option_strings[0]]
+        assert "default" in text.lower(), text
+        assert not ("(default: " in text and text.lower().count("default") > 1), text
+
+
+def test_pretrain_and_evaluate_help_show_their_defaults_and_evaluate_seed_is_not_benchmark_only(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["pretrain", "--help"])
+    assert "optimizer steps in all (default: 200)" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["evaluate", "--help"])
+    usage = capsys.readouterr().out
+    assert "--seed SEED" in usage.split("--benchmark only:")[0]
 
 
 def test_kind_commands_are_unique():

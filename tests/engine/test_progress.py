@@ -1,11 +1,12 @@
-"""A job's progress is visible where jobs run: a live line on a terminal, and off one (`ray job logs --follow`, a
-nightly job's log file) a plain line at an interval and at the end."""
+"""Progress is visible where long work runs (a job's units; pretrain's steps, evaluate's cuts): a live line on a
+terminal, and off one (`ray job logs --follow`, a nightly job's log file) a plain line at an interval and at the
+end."""
 
 import io
 
 from pipeline.engine.dataset import UnitRecord
 from pipeline.engine.kind import Throughput
-from pipeline.engine.orchestrate import Progress
+from pipeline.engine.progress import Progress, Steps
 from pipeline.writers.parquet import ShardInfo
 
 
@@ -80,3 +81,28 @@ def test_the_driver_logs_progress_while_a_long_unit_runs(ray_local):
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("tracegen: units 0 done, 0 failed, 1 total") and "eta -" in lines[0]
     assert lines[-1].startswith("tracegen: units 1 done, 0 failed, 1 total")
+
+
+def test_steps_off_a_terminal_show_the_count_rate_eta_and_note_each_interval_and_at_the_total():
+    log, clock = Log(terminal=False), Clock()
+    steps = Steps("pretrain: step", 10, start=4, stream=log, interval_s=30, clock=clock)
+    clock.now += 20
+    steps.advance(note="loss 2.5")  # 20 s: not due
+    clock.now += 20
+    steps.advance(note="loss 2.4")  # 40 s: due
+    clock.now += 40
+    steps.advance(4, note="loss 1.9")  # the total: always shown
+    steps.finish()  # shown already: nothing more
+    assert log.getvalue().splitlines() == [
+        "tracegen: pretrain: step 6 of 10  0.05/s  eta 80s  loss 2.4  (40s)",
+        "tracegen: pretrain: step 10 of 10  0.07/s  loss 1.9  (80s)",
+    ]
+
+
+def test_steps_that_end_before_their_total_show_a_last_line_and_an_unknown_total_shows_no_eta():
+    log, clock = Log(terminal=True), Clock()
+    steps = Steps("evaluate: cuts", None, stream=log, clock=clock)
+    clock.now += 2
+    steps.advance(3)
+    steps.finish("12 trajectories")
+    assert log.getvalue() == "\r  evaluate: cuts 3  1.50/s \r  evaluate: cuts 3  1.50/s  12 trajectories \n"

@@ -4,7 +4,7 @@ Go trajectory windows, a soft target on every step's type token."""
 import numpy as np
 from loader_helpers import pack
 
-from pipeline.engine.reader import table_rows
+from pipeline.engine.reader import open_dataset, table_rows
 from pipeline.format.go_tokens import GO_NEXT, GO_PROGRAM, GO_ROLLOUT, OUTCOME_TOKENS
 from pipeline.loader import PackedLoader, load_tokenizer
 from schemas.go_next_event import OUTCOMES
@@ -75,7 +75,7 @@ def test_the_loader_emits_the_soft_targets_at_their_positions(packed_go):
         assert (micro["go_n"][~at] == 0).all()
 
 
-def test_a_held_out_program_has_neither_examples_nor_trajectory_documents(go_dataset, tmp_path):
+def test_a_held_out_program_has_neither_examples_nor_trajectory_documents(go_dataset, packed_go, tmp_path):
     # pingpong_unbuffered's split hash is 0.37, select_schedule_dependent's 0.44: a 0.4 holdout keeps only the latter
     packed = pack(go_dataset, str(tmp_path / "held"), 4096, holdout=0.4)
     programs = {
@@ -84,3 +84,5 @@ def test_a_held_out_program_has_neither_examples_nor_trajectory_documents(go_dat
         for doc_id in sample["doc_ids"]
     }
     assert programs == {("go", "select_schedule_dependent"), ("go_trajectory", "select_schedule_dependent")}
+    stats, whole = (open_dataset(path, "").manifest["stats"]["pack"] for path in (packed, packed_go))
+    assert stats["dropped"]["held_out"] > 0 and stats["in"] == whole["in"]  # held out: counted, not lost

@@ -9,6 +9,8 @@ from loader_helpers import document_pieces, pack
 
 from pipeline.debugger.language import ACTIONS, ENDS, EVENT_TOKENS, FRAME_SEP, TRACE_END, parse
 from pipeline.engine.reader import table_rows
+from pipeline.format.split import is_heldout
+from pipeline.inspect import summarize
 from pipeline.kinds.pack import MIB, bpe_sample
 from pipeline.loader import load_tokenizer
 
@@ -82,6 +84,16 @@ def test_a_bpe_packing_gives_the_documents_back_exactly_too(python_dataset, traj
     out = pack(python_dataset, str(tmp_path / "bpe"), 512, tokenizer="bpe", vocab_size=600)
     assert load_tokenizer(out).vocab_size == 600
     _check_documents_come_back(out, trajectories)
+
+
+def test_pack_counts_the_trajectories_it_holds_out_and_its_summary_says_how_many(python_dataset, packed, tmp_path):
+    held = pack(python_dataset, str(tmp_path / "held"), 512, tokenizer="bytes", holdout=0.3)
+    stats = json.loads(open(f"{held}/manifest.json").read())["stats"]["pack"]
+    sources = [row["source_id"] for row in table_rows(python_dataset, "trajectories", ["source_id"])]
+    held_out = sum(is_heldout(source, 0.3) for source in sources)
+    assert 0 < stats["dropped"]["held_out"] == held_out < len(sources)
+    assert stats["in"] == json.loads(open(f"{packed}/manifest.json").read())["stats"]["pack"]["in"]  # each counted once
+    assert re.search(rf"pack +in +{stats['in']} .*dropped: held_out {held_out}\b", summarize(held))
 
 
 def test_a_bpe_reads_every_kth_shard_of_a_large_corpus_and_all_of_a_small_one():

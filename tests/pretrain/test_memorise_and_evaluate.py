@@ -48,6 +48,26 @@ def test_a_memorised_model_scores_near_one_and_an_untrained_one_near_zero(memori
     check_per_cut(learned)
 
 
+def test_max_cuts_scores_at_most_that_many_cuts_the_first_ones_of_an_unbounded_run(
+    memorised, tiny_dataset, tmp_path, capsys
+):
+    run, _ = memorised
+    every = evaluate(run, tiny_dataset, str(tmp_path / "all.json"), split="all", per_cut=True, max_cuts=None)["cuts"]
+    first = len([cut for cut in every if cut["trace_id"] == every[0]["trace_id"] and cut["direction"] == "forward"])
+    assert 1 < first + 1 < len(every)
+    for limit in (1, first + 1):  # within the first trajectory, and one cut into the second
+        bounded = evaluate(run, tiny_dataset, str(tmp_path / "bounded.json"), split="all", per_cut=True, max_cuts=limit)
+        assert sum(row["cuts"] for row in bounded["per_action"].values()) == limit
+        assert bounded["cuts"] == every[:limit]
+        assert f"tracegen: evaluate: cuts {limit} of {limit} " in capsys.readouterr().err  # its progress line
+
+
+def test_training_shows_its_progress(tiny_packed, tmp_path, capsys):
+    train(tiny_packed, str(tmp_path / "run"), 2, warmup_steps=0)
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("tracegen: pretrain: step 2 of 2 ") and " tokens/s" in last
+
+
 def test_a_held_out_evaluation_needs_data_packed_with_a_holdout(memorised, tiny_dataset, tmp_path):
     with pytest.raises(ValueError, match="--holdout"):
         evaluate(memorised[0], tiny_dataset, str(tmp_path / "r.json"))
