@@ -10,7 +10,7 @@ OUT ?= out
 # The suite on every core (pytest-xdist), unbuffered so an interrupted run shows where it was, with the slowest
 # tests listed at the end. The quick lane leaves out what starts Ray, Docker or a cluster (markers set in
 # tests/conftest.py): the tests a developer runs while iterating.
-PYTEST := PYTHONUNBUFFERED=1 $(PY) -m pytest -n auto --durations=15
+PYTEST := PYTHONUNBUFFERED=1 $(PY) -m pytest -n auto --durations=15 -o faulthandler_timeout=900
 QUICK := not ray and not docker and not cluster and not slow
 
 .PHONY: run test test-quick lint prereqs-run prereqs-test clean
