@@ -41,6 +41,7 @@ def ablate(traces: str, out: str, *extra: str) -> int:
     return main(
         ["ablate", "--traces", traces, "--out", out, "--variant", "full=--full-locals", "--holdout", str(HOLDOUT)]
         + ["--tokens", str(6 * 4 * 1024), "--seq-len", "1024", "--global-batch-size", "4", "--warmup-steps", "1"]
+        + ["--layers", "1", "--width", "64", "--heads", "2"]  # the mechanics, not the model: the smallest one
         + ["--eval-trajectories", "8", "--curve-points", "2", "--curve-cuts", "10", *extra]
     )
 
