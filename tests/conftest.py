@@ -45,11 +45,41 @@ def ray_local():
     ray.shutdown()
 
 
+# Modules whose tests start what the fixtures below do not show: a job's own Ray (commands run in process or as
+# subprocesses), repositories installed by pip in the sandbox, or long sandboxed runs. `make test-quick` leaves
+# them out with the `ray`, `docker` and `cluster` tests (seconds each, measured under `make test`).
+SLOW_MODULES = {
+    "cli/test_cli.py",
+    "engine/test_compaction.py",
+    "engine/test_local_ray.py",
+    "engine/test_memory_bound.py",
+    "loader/test_pack_streaming.py",
+    "refresh/test_dataset_report.py",
+    "refresh/test_refresh.py",
+    "refresh/test_refresh_delta.py",
+    "sources/test_sdist_source.py",
+    "stages/go/test_validity.py",
+    "stages/test_bounded_disk_and_time.py",
+    "stages/test_dedup_distributed.py",
+    "stages/test_monitoring_in_the_sandbox.py",
+    "stages/test_repo_install_rules.py",
+    "stages/test_repo_output_budget.py",
+    "stages/test_repo_parity.py",
+    "stages/test_suites_run_as_their_ci_runs_them.py",
+    "stages/test_suites_that_fight_the_tracer.py",
+    "test_layout.py",
+    "tracers/install/test_install_steps.py",
+    "tracers/trace/test_monitoring_backend.py",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark what each test needs, so the quick lane (`make test-quick`) can leave out the slow machinery: `ray`
     (an embedded Ray, through the `ray_local` fixture), `docker` (a Docker engine), `cluster` (a Ray cluster
-    started by the test). A module whose tests start jobs some other way marks itself `slow`."""
+    started by the test), `slow` (a module of SLOW_MODULES)."""
     for item in items:
+        if item.path.relative_to(ROOT / "tests").as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
         needs = set(item.fixturenames)
         if "ray_local" in needs:
             item.add_marker(pytest.mark.ray)
