@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from schemas.fields import field
 
-VERSION = 1
+VERSION = 2  # 2: `table` may be go_programs, and traces for function records (the io rule after tracing)
 
 SCHEMA = pa.schema(
     [

@@ -23,7 +23,7 @@ PINNED = {
     "go_programs": (1, "79e3580c877158ad"),
     "packed": (1, "9e4be7a9df6946d5"),
     "repo_runs": (3, "457c32f20bd1c36b"),
-    "contaminated": (1, "f06ba028e2d2ae76"),
+    "contaminated": (2, "f06ba028e2d2ae76"),
 }
 
 
